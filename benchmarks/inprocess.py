@@ -1,0 +1,125 @@
+"""In-process Wordle: an omnienv step against the raw calls it wraps.
+
+All sides replay the same solved games (guesses computed beforehand, so the solver is not
+measured):
+
+- game rules: ``WordleGame.guess``, the bare rules (no message for the player);
+- tool method: ``Wordle.guess`` called directly, the author's code (rules plus the message);
+- omnienv: ``Wordle.step`` with a prebuilt ``ToolCall``, which adds argument validation, turn
+  accounting, the result objects and, on the last guess, the rubric's final reward.
+
+Target: omnienv step <= 1.5x the raw call. Both ratios are printed; the framework's own cost is
+the step against the tool method, since the message is part of the environment, not of omnienv.
+
+    python benchmarks/inprocess.py [--games 400] [--repeats 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import time
+
+from rich.console import Console
+from rich.table import Table
+
+from omnienv.core import ToolCall
+from omnienv.envs.wordle import Wordle, WordleGame, accepted_words
+from omnienv.rollout.wordle_solver import next_guess
+
+TARGET = 1.5
+
+
+def solved_games(count: int) -> list[tuple[str, str, list[str]]]:
+    games = []
+    for task in Wordle.tasks("test")[:count]:
+        history: list[tuple[str, str]] = []
+        game = WordleGame(task.answer, accepted_words())
+        while not game.over:
+            guess = next_guess(history)
+            history.append((guess, game.guess(guess)))
+        games.append((task.id, task.answer, [g for g, _ in history]))
+    return games
+
+
+def time_raw(games: list[tuple[str, str, list[str]]]) -> tuple[float, float]:
+    vocabulary = accepted_words()
+    step_ns = reset_ns = 0
+    for _, answer, words in games:
+        t0 = time.perf_counter_ns()
+        game = WordleGame(answer, vocabulary)
+        t1 = time.perf_counter_ns()
+        for word in words:
+            game.guess(word)
+        t2 = time.perf_counter_ns()
+        reset_ns += t1 - t0
+        step_ns += t2 - t1
+    return step_ns, reset_ns
+
+
+def time_omnienv(games: list[tuple[str, str, list[str]]]) -> tuple[float, float]:
+    env = Wordle()
+    calls = [(task_id, [ToolCall("guess", {"word": w}) for w in words]) for task_id, _, words in games]
+    step_ns = reset_ns = 0
+    for task_id, episode in calls:
+        t0 = time.perf_counter_ns()
+        env.reset(task=task_id)
+        t1 = time.perf_counter_ns()
+        for call in episode:
+            env.step(call)
+        t2 = time.perf_counter_ns()
+        reset_ns += t1 - t0
+        step_ns += t2 - t1
+    return step_ns, reset_ns
+
+
+def time_tool_method(games: list[tuple[str, str, list[str]]]) -> tuple[float, float]:
+    env = Wordle()
+    step_ns = reset_ns = 0
+    for task_id, _, words in games:
+        t0 = time.perf_counter_ns()
+        env.reset(task=task_id)
+        t1 = time.perf_counter_ns()
+        for word in words:
+            env.guess(word)
+        t2 = time.perf_counter_ns()
+        reset_ns += t1 - t0
+        step_ns += t2 - t1
+    return step_ns, reset_ns
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--games", type=int, default=400)
+    parser.add_argument("--repeats", type=int, default=7)
+    args = parser.parse_args()
+    games = solved_games(args.games)
+    steps = sum(len(words) for _, _, words in games)
+    best: dict[str, tuple[float, float]] = {}
+    gc.disable()
+    try:
+        for _ in range(args.repeats):  # interleaved, best of N: the least disturbed run of each
+            for name, fn in (("raw", time_raw), ("tool", time_tool_method), ("omnienv", time_omnienv)):
+                step_ns, reset_ns = fn(games)
+                old = best.get(name, (float("inf"), float("inf")))
+                best[name] = (min(old[0], step_ns), min(old[1], reset_ns))
+    finally:
+        gc.enable()
+    per_step = {name: best[name][0] / steps for name in best}
+    omni = per_step["omnienv"]
+    table = Table("reference", "reference step (µs)", "omnienv step (µs)", "omnienv / reference",
+                  title=f"in-process Wordle: {len(games)} games, {steps} steps, best of {args.repeats}")
+    for name, label in (("raw", "game rules (WordleGame.guess)"), ("tool", "tool method (Wordle.guess)")):
+        table.add_row(label, f"{per_step[name] / 1e3:.2f}", f"{omni / 1e3:.2f}", f"{omni / per_step[name]:.2f}x")
+    console = Console()
+    console.print(table)
+    reset = best["omnienv"][1] / len(games) / 1e3
+    console.print(f"omnienv reset (seeded task choice and game set-up): {reset:.2f} µs")
+    for name, label in (("tool", "tool method"), ("raw", "game rules")):
+        ratio = omni / per_step[name]
+        verdict = "meets" if ratio <= TARGET else "misses"
+        console.print(f"step vs {label}: {ratio:.2f}x — {verdict} the target of <= {TARGET}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""The ``omnienv`` command: thin Typer commands over library functions."""

@@ -1,0 +1,25 @@
+"""``omnienv``: list, play, roll out and check environments (and serve them, see serve.py)."""
+
+from __future__ import annotations
+
+import typer
+
+from omnienv.cli.check import check
+from omnienv.cli.listing import list_envs
+from omnienv.cli.play import play
+from omnienv.cli.rollout import rollout
+
+app = typer.Typer(
+    name="omnienv",
+    help="Write an RL environment once; play it, roll it out, check it and serve it everywhere.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+app.command("list")(list_envs)
+app.command()(play)
+app.command()(rollout)
+app.command()(check)
+
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,65 @@
+"""Content blocks: what an agent reads (text) and sees (images).
+
+Every transport speaks blocks: MCP content, ORS blocks, chat message parts. Keeping one small
+set here means each dialect translates from exactly two shapes.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, TypeAlias
+
+__all__ = ["Block", "ImageBlock", "TextBlock", "as_blocks", "block_from_dict", "blocks_text"]
+
+
+@dataclass(slots=True)
+class TextBlock:
+    text: str
+    type: Literal["text"] = "text"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": "text", "text": self.text}
+
+
+@dataclass(frozen=True, slots=True)
+class ImageBlock:
+    """An image as encoded bytes (PNG unless ``mime_type`` says otherwise)."""
+
+    data: bytes
+    mime_type: str = "image/png"
+    type: Literal["image"] = "image"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "type": "image",
+            "data": base64.b64encode(self.data).decode("ascii"),
+            "mime_type": self.mime_type,
+        }
+
+
+Block: TypeAlias = TextBlock | ImageBlock
+
+
+def block_from_dict(data: dict[str, Any]) -> Block:
+    kind = data.get("type")
+    if kind == "text":
+        return TextBlock(str(data["text"]))
+    if kind == "image":
+        mime = data.get("mime_type") or data.get("mimeType") or "image/png"
+        return ImageBlock(base64.b64decode(data["data"]), mime)
+    raise ValueError(f"unknown content block type {kind!r}; expected 'text' or 'image'")
+
+
+def as_blocks(content: str | Block | Iterable[str | Block]) -> tuple[Block, ...]:
+    """Accept what authors naturally return: a string, a block, or a list of either."""
+    if isinstance(content, str):
+        return (TextBlock(content),)
+    if isinstance(content, TextBlock | ImageBlock):
+        return (content,)
+    return tuple(TextBlock(part) if isinstance(part, str) else part for part in content)
+
+
+def blocks_text(blocks: Sequence[Block]) -> str:
+    return "\n".join(block.text for block in blocks if isinstance(block, TextBlock))

@@ -1,0 +1,62 @@
+"""Find environments by name: built-ins, ``omnienv.environments`` entry points, or ``module:Class``.
+
+Entries are import strings, loaded on first use, so listing environments never imports a heavy
+one (a Jupyter or desktop environment pulls in its sandbox stack).
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from importlib.metadata import entry_points
+
+from omnienv.core.env import EnvironmentBase
+from omnienv.core.errors import UnknownEnvironmentError
+
+__all__ = ["load_environment", "register", "registered"]
+
+ENTRY_POINT_GROUP = "omnienv.environments"
+_BUILTIN = {
+    "echo": "omnienv.envs.echo:Echo",
+    "wordle": "omnienv.envs.wordle:Wordle",
+}
+_registered: dict[str, str | type[EnvironmentBase]] = {}
+
+
+def register(name: str, target: str | type[EnvironmentBase]) -> None:
+    """Make ``target`` (a class, or ``"package.module:Class"``) loadable as ``name``."""
+    _registered[name] = target
+
+
+def registered() -> dict[str, str | type[EnvironmentBase]]:
+    """Every known name, built-ins first, then entry points, then runtime registrations."""
+    found: dict[str, str | type[EnvironmentBase]] = dict(_BUILTIN)
+    for point in entry_points(group=ENTRY_POINT_GROUP):
+        found[point.name] = point.value
+    found.update(_registered)
+    return found
+
+
+def load_environment(name: str) -> type[EnvironmentBase]:
+    """The environment class for a registered name or a ``module:Class`` path."""
+    known = registered()
+    target = known.get(name)
+    if target is None and ":" in name:
+        target = name
+    if target is None:
+        close = difflib.get_close_matches(name, list(known), n=1)
+        hint = f" Did you mean '{close[0]}'?" if close else ""
+        raise UnknownEnvironmentError(
+            f"no environment named '{name}'.{hint} Known: {', '.join(known)}; "
+            "or pass 'package.module:Class'."
+        )
+    if isinstance(target, type):
+        return target
+    module_name, _, attribute = target.partition(":")
+    try:
+        cls = getattr(importlib.import_module(module_name), attribute)
+    except (ImportError, AttributeError) as exc:
+        raise UnknownEnvironmentError(f"cannot load environment '{name}' from '{target}': {exc}") from exc
+    if not (isinstance(cls, type) and issubclass(cls, EnvironmentBase)):
+        raise UnknownEnvironmentError(f"'{target}' is not an omnienv Environment class")
+    return cls

@@ -1,0 +1,62 @@
+"""Rubric: the final reward of an episode as a weighted sum of named reward functions.
+
+Each function receives the environment at the end of the episode and returns a float. Keeping
+the parts separate (``RubricScore.parts``) lets trainers log them and lets authors see which part
+of a reward moved.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeAlias
+
+__all__ = ["RewardFunction", "Rubric", "RubricScore"]
+
+RewardFunction: TypeAlias = Callable[[Any], float] | Callable[[Any], Awaitable[float]]
+
+
+@dataclass(slots=True)
+class RubricScore:
+    total: float
+    parts: dict[str, float]
+
+
+class Rubric:
+    """``Rubric(solved, partial_credit, weights=[1.0, 0.5])``; weights default to 1."""
+
+    def __init__(self, *functions: RewardFunction, weights: Sequence[float] | None = None) -> None:
+        if not functions:
+            raise ValueError("a Rubric needs at least one reward function")
+        weights = list(weights) if weights is not None else [1.0] * len(functions)
+        if len(weights) != len(functions):
+            raise ValueError(f"{len(functions)} reward functions but {len(weights)} weights")
+        names = [getattr(fn, "__name__", f"reward_{i}") for i, fn in enumerate(functions)]
+        if len(set(names)) != len(names):
+            raise ValueError(f"reward function names must be unique, got {names}")
+        self.functions = tuple(zip(names, functions, weights, strict=True))
+        self.is_async = any(inspect.iscoroutinefunction(fn) for fn in functions)
+
+    def __repr__(self) -> str:
+        parts = ", ".join(f"{name}*{weight:g}" for name, _, weight in self.functions)
+        return f"Rubric({parts})"
+
+    def score(self, env: Any) -> RubricScore:
+        if self.is_async:
+            raise TypeError(f"{self!r} has async reward functions: use 'await rubric.ascore(env)'")
+        parts: dict[str, float] = {}
+        total = 0.0
+        for name, fn, weight in self.functions:
+            value = parts[name] = float(fn(env))  # type: ignore[arg-type]
+            total += value * weight
+        return RubricScore(total, parts)
+
+    async def ascore(self, env: Any) -> RubricScore:
+        parts: dict[str, float] = {}
+        total = 0.0
+        for name, fn, weight in self.functions:
+            value = fn(env)
+            value = parts[name] = float(await value if inspect.isawaitable(value) else value)
+            total += value * weight
+        return RubricScore(total, parts)

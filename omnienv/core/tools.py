@@ -1,0 +1,201 @@
+"""``@tool``: turn a typed, documented method into an action the agent can call.
+
+The JSON Schema and the argument validator are built once, when the environment class is
+created, from the signature's type hints and the Google-style docstring, so a step costs one
+pydantic validation and one call, and a wrong tool definition fails at import, not mid-episode.
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar, overload
+
+import docstring_parser
+import pydantic
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+from omnienv.core.errors import EnvironmentDefinitionError, InvalidArgumentsError, UnknownToolError
+
+__all__ = ["ToolSpec", "collect_tools", "tool"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+_MARK = "__omnienv_tool__"
+_MISSING = object()
+_PLAIN = (str, int, float, bool)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """A tool as agents see it (name, description, JSON Schema) plus its bound validator."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    function: Callable[..., Any]
+    is_async: bool
+    arguments_model: type[BaseModel]
+    renamed: tuple[tuple[str, str], ...] = ()
+    plain_types: tuple[tuple[str, type, bool], ...] | None = None
+    """(name, type, required) when every parameter is a bare str/int/float/bool: such arguments
+    that already have exactly those types need no conversion, so pydantic is skipped for them."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description, "parameters": self.parameters}
+
+    def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        """Check the agent's arguments; the error names each bad field and what it expected."""
+        plain = self.plain_types
+        if plain is not None and type(arguments) is dict and _already_valid(plain, arguments):
+            return arguments
+        if not isinstance(arguments, Mapping):
+            raise InvalidArgumentsError(
+                f"arguments for tool '{self.name}' must be a JSON object, got {type(arguments).__name__}"
+            )
+        try:
+            model = self.arguments_model.__pydantic_validator__.validate_python(arguments)
+        except pydantic.ValidationError as exc:
+            raise InvalidArgumentsError(self._explain(exc, arguments)) from None
+        values: dict[str, Any] = model.__dict__  # a fresh instance: its dict is ours to hand on
+        for field_name, parameter in self.renamed:
+            values[parameter] = values.pop(field_name)
+        return values
+
+    def _explain(self, exc: pydantic.ValidationError, arguments: Mapping[str, Any]) -> str:
+        known = list(self.parameters.get("properties", {}))
+        problems = []
+        for error in exc.errors(include_url=False):
+            where = ".".join(str(part) for part in error["loc"]) or "arguments"
+            problem = f"'{where}': {error['msg']}"
+            if error["type"] == "extra_forbidden":
+                close = difflib.get_close_matches(str(error["loc"][0]), known, n=1)
+                problem += f" (did you mean '{close[0]}'?)" if close else ""
+            elif error["type"] != "missing":
+                problem += f" (got {error['input']!r})"
+            problems.append(problem)
+        expected = ", ".join(known) or "no arguments"
+        return f"invalid arguments for tool '{self.name}': {'; '.join(problems)}. Expected: {expected}."
+
+
+def _already_valid(plain: tuple[tuple[str, type, bool], ...], arguments: dict[str, Any]) -> bool:
+    matched = 0
+    for name, kind, required in plain:
+        value = arguments.get(name, _MISSING)
+        if value is _MISSING:
+            if required:
+                return False
+        elif type(value) is not kind:
+            return False
+        else:
+            matched += 1
+    return matched == len(arguments)
+
+
+@overload
+def tool(function: F, /) -> F: ...
+@overload
+def tool(*, name: str | None = None) -> Callable[[F], F]: ...
+def tool(function: F | None = None, /, *, name: str | None = None) -> F | Callable[[F], F]:
+    """Mark a method as a tool. Its docstring's first paragraph is the description the model reads."""
+
+    def mark(func: F) -> F:
+        setattr(func, _MARK, name or func.__name__)
+        return func
+
+    return mark(function) if function is not None else mark
+
+
+def collect_tools(cls: type) -> dict[str, ToolSpec]:
+    """Every ``@tool`` of ``cls`` and its bases.
+
+    A subclass that overrides a tool method keeps it a tool (no need to repeat ``@tool``), and
+    inherits its docstring when it has none.
+    """
+    found: dict[str, tuple[Callable[..., Any], str]] = {}
+    tool_of_attribute: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        for attribute_name, attribute in vars(klass).items():
+            tool_name = getattr(attribute, _MARK, None) or tool_of_attribute.get(attribute_name)
+            if tool_name is None or not callable(attribute):
+                continue
+            inherited_doc = found[tool_name][1] if tool_name in found else ""
+            found[tool_name] = (attribute, inspect.getdoc(attribute) or inherited_doc)
+            tool_of_attribute[attribute_name] = tool_name
+    return {name: _build_spec(cls, name, func, doc) for name, (func, doc) in found.items()}
+
+
+def unknown_tool(name: str, tools: Mapping[str, ToolSpec]) -> UnknownToolError:
+    close = difflib.get_close_matches(name, list(tools), n=1)
+    hint = f" Did you mean '{close[0]}'?" if close else ""
+    return UnknownToolError(f"unknown tool '{name}'.{hint} Available tools: {', '.join(tools)}.")
+
+
+def _build_spec(cls: type, tool_name: str, func: Callable[..., Any], docstring: str) -> ToolSpec:
+    where = f"{cls.__name__}.{func.__name__}"
+    doc = docstring_parser.parse(docstring)
+    description = "\n\n".join(p for p in (doc.short_description, doc.long_description) if p)
+    if not description:
+        raise EnvironmentDefinitionError(
+            f"tool {where} needs a docstring: its first line is the description the model reads"
+        )
+    arg_docs = {param.arg_name: param.description for param in doc.params}
+    try:
+        hints = typing.get_type_hints(func, include_extras=True)
+    except NameError as exc:
+        raise EnvironmentDefinitionError(f"tool {where}: cannot resolve a type hint ({exc})") from exc
+    fields: dict[str, Any] = {}
+    renamed: list[tuple[str, str]] = []
+    plain: list[tuple[str, type, bool]] = []
+    for position, param in enumerate(inspect.signature(func).parameters.values()):
+        if position == 0:
+            continue  # self
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD, param.POSITIONAL_ONLY):
+            raise EnvironmentDefinitionError(
+                f"tool {where}: parameter '{param.name}' must be a plain named parameter"
+            )
+        if param.name not in hints:
+            raise EnvironmentDefinitionError(
+                f"tool {where}: parameter '{param.name}' needs a type hint, e.g. '{param.name}: str'"
+            )
+        default = ... if param.default is param.empty else param.default
+        if hints[param.name] in _PLAIN:
+            plain.append((param.name, hints[param.name], default is ...))
+        field_name = param.name
+        if param.name.startswith("model_") or hasattr(BaseModel, param.name):
+            field_name = f"{param.name}_"
+            renamed.append((field_name, param.name))
+        fields[field_name] = (
+            hints[param.name],
+            Field(default, alias=param.name, description=arg_docs.get(param.name)),
+        )
+    model = create_model(  # type: ignore[call-overload]
+        f"{cls.__name__}_{tool_name}_arguments",
+        __config__=ConfigDict(extra="forbid", populate_by_name=False),
+        **fields,
+    )
+    try:
+        schema = model.model_json_schema(by_alias=True)
+    except pydantic.PydanticUserError as exc:
+        raise EnvironmentDefinitionError(f"tool {where}: {exc}") from exc
+    return ToolSpec(
+        name=tool_name,
+        description=description,
+        parameters=_clean(schema),
+        function=func,
+        is_async=inspect.iscoroutinefunction(func),
+        arguments_model=model,
+        renamed=tuple(renamed),
+        plain_types=tuple(plain) if len(plain) == len(fields) and not renamed else None,
+    )
+
+
+def _clean(schema: dict[str, Any]) -> dict[str, Any]:
+    """Drop pydantic's generated titles: noise in every prompt that lists the tools."""
+    schema.pop("title", None)
+    for prop in schema.get("properties", {}).values():
+        prop.pop("title", None)
+    schema.setdefault("properties", {})
+    return schema

@@ -1,0 +1,172 @@
+"""The values that cross the environment boundary: calls in, observations and results out.
+
+They are plain slotted dataclasses, cheap to build on the hot path, with ``to_dict`` and
+``from_dict`` for any JSON transport (images become base64 there).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from omnienv.core.content import Block, as_blocks, block_from_dict, blocks_text
+
+__all__ = ["Failure", "Observation", "State", "StepResult", "ToolCall", "ToolResult"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """The agent's action: one call of one tool."""
+
+    name: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+    id: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "arguments": self.arguments}
+        if self.id is not None:
+            out["id"] = self.id
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ToolCall:
+        return cls(str(data["name"]), dict(data.get("arguments") or {}), data.get("id"))
+
+
+@dataclass(slots=True)
+class ToolResult:
+    """What a tool may return when a plain string is not enough."""
+
+    content: tuple[Block, ...]
+    reward: float = 0.0
+    done: bool = False
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(
+        cls,
+        content: str | Block | Iterable[str | Block],
+        *,
+        reward: float = 0.0,
+        done: bool = False,
+        info: dict[str, Any] | None = None,
+    ) -> ToolResult:
+        return cls(as_blocks(content), reward, done, info if info is not None else {})
+
+
+@dataclass(slots=True)
+class Observation:
+    """What the agent reads after reset or a step; ``is_error`` marks a failed tool call."""
+
+    content: tuple[Block, ...]
+    is_error: bool = False
+
+    @classmethod
+    def of(cls, content: str | Block | Iterable[str | Block], is_error: bool = False) -> Observation:
+        return cls(as_blocks(content), is_error)
+
+    @property
+    def text(self) -> str:
+        return blocks_text(self.content)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"content": [block.to_dict() for block in self.content], "is_error": self.is_error}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Observation:
+        blocks = tuple(block_from_dict(block) for block in data.get("content", ()))
+        return cls(blocks, bool(data.get("is_error", False)))
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """An infrastructure failure. Episodes that carry one are masked by trainers, never scored."""
+
+    kind: str
+    message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "message": self.message}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Failure:
+        return cls(str(data["kind"]), str(data["message"]))
+
+
+@dataclass(slots=True)
+class StepResult:
+    """The outcome of one step.
+
+    ``done`` means the episode ended by its own rules, ``truncated`` that a limit cut it short.
+    On the last step ``reward`` includes the rubric's final score (its parts are in
+    ``info["rubric"]``). ``failure`` is set only when infrastructure broke; the reward of such an
+    episode means nothing and must be masked.
+    """
+
+    observation: Observation
+    reward: float = 0.0
+    done: bool = False
+    truncated: bool = False
+    info: dict[str, Any] = field(default_factory=dict)
+    failure: Failure | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.done or self.truncated
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "observation": self.observation.to_dict(),
+            "reward": self.reward,
+            "done": self.done,
+            "truncated": self.truncated,
+            "info": self.info,
+            "failure": self.failure.to_dict() if self.failure else None,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> StepResult:
+        failure = data.get("failure")
+        return cls(
+            Observation.from_dict(data["observation"]),
+            float(data.get("reward") or 0.0),
+            bool(data.get("done", False)),
+            bool(data.get("truncated", False)),
+            dict(data.get("info") or {}),
+            Failure.from_dict(failure) if failure else None,
+        )
+
+
+@dataclass(slots=True)
+class State:
+    """The infrastructure's view of an episode. ``fields`` must never reveal the answer."""
+
+    episode_id: str | None
+    step_count: int
+    done: bool = False
+    truncated: bool = False
+    task_id: str | None = None
+    fields: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "episode_id": self.episode_id,
+            "step_count": self.step_count,
+            "done": self.done,
+            "truncated": self.truncated,
+            "task_id": self.task_id,
+            **self.fields,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> State:
+        known = {"episode_id", "step_count", "done", "truncated", "task_id"}
+        return cls(
+            data.get("episode_id"),
+            int(data.get("step_count", 0)),
+            bool(data.get("done", False)),
+            bool(data.get("truncated", False)),
+            data.get("task_id"),
+            {k: v for k, v in data.items() if k not in known},
+        )

@@ -1,0 +1,1 @@
+"""Reference environments, one package each. Each depends on ``omnienv.core`` only."""

@@ -1,0 +1,116 @@
+"""The episode loop: an environment, a policy, and a record of everything that happened.
+
+It drives the async face of an environment (:func:`omnienv.core.as_async` in-process, or a
+client of a remote server), so one loop serves both. Anything that breaks outside the agent's
+control (the environment raising, the connection dropping, the policy crashing, the deadline)
+ends the episode with a ``failure`` instead of a score.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
+
+from omnienv.core import AsyncEnv, Failure, OmniEnvError, ToolCall
+from omnienv.rollout.policy import Policy
+from omnienv.rollout.trajectory import Episode, Step
+
+__all__ = ["EpisodePlan", "arun_episode", "arun_episodes"]
+
+EnvFactory = Callable[[], AsyncEnv | Awaitable[AsyncEnv]]
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodePlan:
+    index: int
+    task_id: str | None
+    seed: int | None
+
+
+async def arun_episode(
+    env: AsyncEnv, policy: Policy, plan: EpisodePlan, *, deadline_s: float | None = None
+) -> Episode:
+    """Play one episode to its end (or failure) and return its record."""
+    episode = Episode(env.name, plan.index, plan.task_id, plan.seed, policy.name)
+    started = time.perf_counter()
+    try:
+        await asyncio.wait_for(_play(env, policy, plan, episode), deadline_s)
+    except TimeoutError:
+        episode.failure = Failure("timeout", f"episode exceeded its {deadline_s:g} s deadline")
+    except _PolicyFailed as exc:
+        episode.failure = Failure("policy", str(exc))
+    except (OmniEnvError, OSError) as exc:
+        episode.failure = Failure(getattr(exc, "code", "transport").lower(), f"{type(exc).__name__}: {exc}")
+    episode.seconds = time.perf_counter() - started
+    return episode
+
+
+class _PolicyFailed(Exception):
+    pass
+
+
+async def _play(env: AsyncEnv, policy: Policy, plan: EpisodePlan, episode: Episode) -> None:
+    episode.prompt = await env.reset(task=plan.task_id, seed=plan.seed)
+    while True:
+        try:
+            call: ToolCall = await policy.act(episode)
+        except Exception as exc:
+            raise _PolicyFailed(f"{type(exc).__name__}: {exc}") from exc
+        started = time.perf_counter()
+        result = await env.step(call)
+        episode.steps.append(Step(call, result, time.perf_counter() - started))
+        if result.failure is not None:
+            episode.failure = result.failure
+            return
+        if result.finished:
+            return
+
+
+async def arun_episodes(
+    make_env: EnvFactory,
+    make_policy: Callable[[], Policy],
+    plans: Sequence[EpisodePlan],
+    *,
+    concurrency: int = 1,
+    deadline_s: float | None = None,
+) -> AsyncIterator[Episode]:
+    """Run ``plans`` with up to ``concurrency`` episodes at once; yield each as it finishes.
+
+    Each worker owns one environment and one policy for all its episodes, as trainers pool them.
+    """
+    queue: asyncio.Queue[EpisodePlan] = asyncio.Queue()
+    for plan in plans:
+        queue.put_nowait(plan)
+    finished: asyncio.Queue[Episode | BaseException] = asyncio.Queue()
+
+    async def worker() -> None:
+        made = make_env()
+        env = await made if isinstance(made, Awaitable) else made
+        policy = make_policy()
+        try:
+            while not queue.empty():
+                plan = queue.get_nowait()
+                await finished.put(await arun_episode(env, policy, plan, deadline_s=deadline_s))
+        finally:
+            await env.close()
+
+    async def guarded() -> None:
+        try:
+            await worker()
+        except BaseException as exc:  # surfaces in the consumer instead of vanishing in a task
+            await finished.put(exc)
+            raise
+
+    workers = [asyncio.create_task(guarded()) for _ in range(max(1, min(concurrency, len(plans))))]
+    try:
+        for _ in range(len(plans)):
+            item = await finished.get()
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        for task in workers:
+            task.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)

@@ -1,0 +1,98 @@
+"""Episodes as records: what was asked, every call and result, rewards, timings, failure.
+
+An :class:`Episode` is both what a policy reads while it plays (the live transcript) and what a
+rollout writes, one JSON line per episode.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from omnienv.core import Failure, Observation, StepResult, ToolCall
+
+__all__ = ["Episode", "Step"]
+
+
+@dataclass(slots=True)
+class Step:
+    call: ToolCall
+    result: StepResult
+    seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"call": self.call.to_dict(), **self.result.to_dict(), "seconds": round(self.seconds, 6)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Step:
+        return cls(ToolCall.from_dict(data["call"]), StepResult.from_dict(data), float(data["seconds"]))
+
+
+@dataclass(slots=True)
+class Episode:
+    env: str
+    index: int
+    task_id: str | None
+    seed: int | None
+    policy: str
+    prompt: Observation | None = None
+    steps: list[Step] = field(default_factory=list)
+    failure: Failure | None = None
+    seconds: float = 0.0
+
+    @property
+    def reward(self) -> float:
+        return sum(step.result.reward for step in self.steps)
+
+    @property
+    def done(self) -> bool:
+        return bool(self.steps) and self.steps[-1].result.done
+
+    @property
+    def truncated(self) -> bool:
+        return bool(self.steps) and self.steps[-1].result.truncated
+
+    @property
+    def finished(self) -> bool:
+        return self.done or self.truncated
+
+    @property
+    def success(self) -> bool | None:
+        """The environment's verdict (``info["success"]`` on the last step), when it gives one."""
+        if not self.steps:
+            return None
+        verdict = self.steps[-1].result.info.get("success")
+        return None if verdict is None else bool(verdict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "env": self.env,
+            "index": self.index,
+            "task_id": self.task_id,
+            "seed": self.seed,
+            "policy": self.policy,
+            "prompt": self.prompt.to_dict() if self.prompt else None,
+            "steps": [step.to_dict() for step in self.steps],
+            "reward": self.reward,
+            "done": self.done,
+            "truncated": self.truncated,
+            "success": self.success,
+            "turns": len(self.steps),
+            "failure": self.failure.to_dict() if self.failure else None,
+            "seconds": round(self.seconds, 6),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Episode:
+        prompt, failure = data.get("prompt"), data.get("failure")
+        return cls(
+            env=data["env"],
+            index=int(data["index"]),
+            task_id=data.get("task_id"),
+            seed=data.get("seed"),
+            policy=data["policy"],
+            prompt=Observation.from_dict(prompt) if prompt else None,
+            steps=[Step.from_dict(step) for step in data.get("steps", ())],
+            failure=Failure.from_dict(failure) if failure else None,
+            seconds=float(data.get("seconds", 0.0)),
+        )

@@ -1,0 +1,66 @@
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+from typer.testing import CliRunner
+
+from omnienv.cli.main import app
+from omnienv.cli.play import parse_call
+from omnienv.envs.wordle import Wordle
+
+runner = CliRunner(env={"COLUMNS": "200"})
+
+
+def test_list_shows_wordle_with_its_splits() -> None:
+    result = runner.invoke(app, ["list"])
+    assert result.exit_code == 0, result.output
+    assert "wordle" in result.output and "guess" in result.output and "test (432)" in result.output
+
+
+def test_check_passes_on_wordle_and_names_unknown_envs() -> None:
+    result = runner.invoke(app, ["check", "wordle"])
+    assert result.exit_code == 0, result.output
+    assert "all checks passed" in result.output
+    unknown = runner.invoke(app, ["check", "wordel"])
+    assert unknown.exit_code == 2
+    assert "Did you mean 'wordle'?" in unknown.output
+
+
+def test_rollout_acceptance_command(tmp_path: Path) -> None:
+    out = tmp_path / "t.jsonl"
+    command = [sys.executable, "-m", "omnienv.cli.main", "rollout", "wordle", "--policy", "solver",
+               "--episodes", "200", "--split", "test", "--out", str(out)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "win rate" in result.stdout
+    records = [orjson.loads(line) for line in out.read_bytes().splitlines()]
+    assert len(records) == 200
+    assert sum(r["success"] is True for r in records) / len(records) >= 0.99
+
+
+def test_rollout_rejects_unknown_policy_and_split() -> None:
+    bad_policy = runner.invoke(app, ["rollout", "wordle", "--policy", "solvr"])
+    assert bad_policy.exit_code == 2 and "Did you mean 'solver'?" in bad_policy.output
+    bad_split = runner.invoke(app, ["rollout", "wordle", "--split", "dev"])
+    assert bad_split.exit_code == 2 and "splits: train, test" in bad_split.output
+
+
+def test_play_a_game_in_the_terminal() -> None:
+    answer = Wordle.get_task("test", "test/0000").answer
+    keystrokes = f"guess wrod=x\nget_history\n:state\nguess {answer}\n"
+    result = runner.invoke(app, ["play", "wordle", "--task", "test/0000"], input=keystrokes)
+    assert result.exit_code == 0, result.output
+    assert "did you mean 'word'?" in result.output
+    assert "Correct! Solved in 1 guesses." in result.output
+    assert "Episode done. Total reward 1.4167" in result.output
+
+
+def test_parse_call_forms() -> None:
+    tools = Wordle.tools
+    assert parse_call("guess crane", tools).arguments == {"word": "crane"}
+    assert parse_call('{"name": "guess", "arguments": {"word": "slate"}}', tools).arguments == {"word": "slate"}
+    assert parse_call("get_history", tools).name == "get_history"
+    assert parse_call("guess word=crane", tools).arguments == {"word": "crane"}

@@ -1,0 +1,102 @@
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from omnienv.core import Environment, Task, ToolResult, check_env, tool
+from omnienv.core.checker import CheckFailed
+from omnienv.envs.echo import Echo
+from omnienv.envs.wordle import Wordle
+
+
+class Riddle(Environment):
+    """A riddle with a secret answer."""
+
+    splits = ("train",)
+    max_turns = 4
+
+    @classmethod
+    def tasks(cls, split: str) -> list[Task]:
+        return [Task("train/0", "train", answer="pumpkin"), Task("train/1", "train", answer="lantern")]
+
+    def setup(self, task: Task | None, rng: random.Random) -> str:
+        self.answer = task.answer if task else "pumpkin"
+        return "What am I?"
+
+    @tool
+    def answer_riddle(self, guess: str) -> ToolResult:
+        """Answer.
+
+        Args:
+            guess: Your answer.
+        """
+        return ToolResult.of("yes" if guess == self.answer else "no", done=guess == self.answer)
+
+
+def failed(report: object) -> dict[str, str]:
+    return {r.name: r.message for r in report.failures}  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("cls", [Wordle, Echo, Riddle])
+def test_reference_environments_pass(cls: type[Environment]) -> None:
+    report = check_env(cls)
+    assert report.ok, failed(report)
+
+
+def test_leaking_the_answer_is_caught() -> None:
+    class Leaky(Riddle):
+        def state_fields(self) -> dict[str, object]:
+            return {"hint": self.answer}
+
+    assert "the answer appears in the state" in failed(check_env(Leaky))["episodes_end_and_stay_ended"]
+
+
+def test_unseeded_randomness_is_caught() -> None:
+    class Unseeded(Riddle):
+        def setup(self, task: Task | None, rng: random.Random) -> str:
+            super().setup(task, rng)
+            return f"What am I? ({random.random()})"
+
+    assert "draw randomness from setup's rng" in failed(check_env(Unseeded))["seeding_is_deterministic"]
+
+
+def test_endless_episode_is_caught() -> None:
+    class Endless(Riddle):
+        max_turns = None
+
+        def answer_riddle(self, guess: str) -> ToolResult:  # type: ignore[override]
+            return ToolResult.of("keep going")
+
+    assert "set max_turns" in failed(check_env(Endless))["episodes_end_and_stay_ended"]
+
+
+def test_shared_class_state_is_caught() -> None:
+    class Shared(Riddle):
+        log: list[str] = []  # noqa: RUF012 - the bug under test
+
+        @tool
+        def note(self, text: str) -> str:
+            """Remember.
+
+            Args:
+                text: Anything.
+            """
+            self.log.append(text)
+            return "ok"
+
+        def state_fields(self) -> dict[str, object]:
+            return {"notes": len(self.log)}
+
+    report = check_env(Shared)
+    assert "keep episode state on self" in failed(report)["sessions_are_isolated"]
+    with pytest.raises(CheckFailed, match="sessions_are_isolated"):
+        report.raise_for_failures()
+
+
+def test_crashing_tool_is_caught() -> None:
+    class Crashy(Riddle):
+        def answer_riddle(self, guess: str) -> ToolResult:  # type: ignore[override]
+            raise KeyError(guess)
+
+    assert "failed with env_error" in failed(check_env(Crashy))["episodes_end_and_stay_ended"]

@@ -1,0 +1,249 @@
+from __future__ import annotations
+
+import asyncio
+import random
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from omnienv.core import (
+    AsyncEnvironment,
+    Environment,
+    EnvironmentFailure,
+    EpisodeOverError,
+    NotResetError,
+    Rubric,
+    Task,
+    TaskError,
+    ToolCall,
+    ToolError,
+    ToolResult,
+    as_async,
+    tool,
+)
+
+
+def finished_fast(env: Counter) -> float:
+    return 1.0 if env.count >= 3 else 0.0
+
+
+def penalty(env: Counter) -> float:
+    return -0.1 * env.mistakes
+
+
+class Counter(Environment):
+    """Count to three."""
+
+    splits = ("train",)
+    max_turns = 5
+    rubric = Rubric(finished_fast, penalty, weights=[1.0, 2.0])
+
+    @classmethod
+    def tasks(cls, split: str) -> list[Task]:
+        return [Task(f"train/{i}", "train", {"start": i}, answer=f"secret{i}") for i in range(3)]
+
+    def setup(self, task: Task | None, rng: random.Random) -> str:
+        assert task is not None
+        self.count = task.data["start"]
+        self.mistakes = 0
+        self.noise = rng.random()
+        return f"start at {self.count}"
+
+    @tool
+    def inc(self, by: int = 1) -> ToolResult:
+        """Increment.
+
+        Args:
+            by: Step size, 1 or 2.
+        """
+        if by not in (1, 2):
+            self.mistakes += 1
+            raise ToolError("by must be 1 or 2")
+        self.count += by
+        return ToolResult.of(str(self.count), reward=0.25, done=self.count >= 3)
+
+    @tool
+    def crash(self) -> str:
+        """Break."""
+        raise RuntimeError("disk on fire")
+
+    def state_fields(self) -> dict[str, object]:
+        return {"count": self.count}
+
+
+def test_step_before_reset_and_after_end() -> None:
+    env = Counter()
+    with pytest.raises(NotResetError, match="call reset"):
+        env.step(ToolCall("inc"))
+    env.reset(task="train/1")
+    result = env.step(ToolCall("inc", {"by": 2}))
+    assert result.done and not result.truncated
+    with pytest.raises(EpisodeOverError, match="call reset"):
+        env.step(ToolCall("inc"))
+
+
+def test_final_reward_adds_weighted_rubric_to_last_step() -> None:
+    env = Counter()
+    env.reset(task="train/0")
+    assert env.step(ToolCall("inc", {"by": 5})).observation.is_error
+    assert env.step(ToolCall("inc")).reward == 0.25
+    last = env.step(ToolCall("inc", {"by": 2}))
+    assert last.done
+    assert last.info["rubric"] == {"finished_fast": 1.0, "penalty": pytest.approx(-0.1)}
+    assert last.reward == pytest.approx(0.25 + 1.0 - 0.2)
+    assert env.episode_reward == pytest.approx(0.5 + 0.8)
+
+
+def test_agent_mistakes_become_error_observations_and_count_turns() -> None:
+    env = Counter()
+    env.reset(task="train/0")
+    unknown = env.step(ToolCall("incc"))
+    assert unknown.observation.is_error
+    assert unknown.info["error"]["code"] == "UNKNOWN_TOOL"
+    assert "Did you mean 'inc'?" in unknown.observation.text
+    bad = env.step(ToolCall("inc", {"by": "lots"}))
+    assert bad.info["error"]["code"] == "INVALID_ARGUMENTS"
+    tool_error = env.step(ToolCall("inc", {"by": 7}))
+    assert tool_error.info["error"] == {"code": "TOOL_ERROR", "message": "by must be 1 or 2"}
+    assert env.state().step_count == 3
+
+
+def test_turn_limit_truncates_and_scores() -> None:
+    env = Counter()
+    env.reset(task="train/0")
+    results = [env.step(ToolCall("inc", {"by": 9})) for _ in range(5)]
+    assert [r.truncated for r in results] == [False] * 4 + [True]
+    assert results[-1].info["rubric"]["penalty"] == pytest.approx(-0.5)
+    with pytest.raises(EpisodeOverError):
+        env.step(ToolCall("inc"))
+
+
+def test_crash_is_a_failure_not_a_score() -> None:
+    env = Counter()
+    env.reset(task="train/0")
+    result = env.step(ToolCall("crash"))
+    assert result.failure is not None
+    assert "RuntimeError: disk on fire" in result.failure.message
+    assert "disk on fire" not in result.observation.text  # the agent sees no internals
+    assert result.finished and env.failure == result.failure
+    assert env.state().truncated
+    with pytest.raises(EpisodeOverError):
+        env.step(ToolCall("inc"))
+
+
+def test_rubric_crash_is_a_failure() -> None:
+    def broken(env: object) -> float:
+        raise ValueError("bad rubric")
+
+    class Broken(Counter):
+        rubric = Rubric(broken)
+
+    env = Broken()
+    env.reset(task="train/2")
+    result = env.step(ToolCall("inc"))
+    assert result.failure is not None and "rubric raised ValueError" in result.failure.message
+
+
+def test_setup_crash_raises_environment_failure() -> None:
+    class NoSetup(Counter):
+        def setup(self, task: Task | None, rng: random.Random) -> str:
+            raise OSError("no sandbox")
+
+    with pytest.raises(EnvironmentFailure, match="setup failed: OSError: no sandbox"):
+        NoSetup().reset()
+
+
+def test_tasks_seeding_and_state() -> None:
+    first, second = Counter(), Counter()
+    assert first.reset(seed=11) == second.reset(seed=11)
+    assert first.noise == second.noise and first.task == second.task
+    state = first.state()
+    assert state.step_count == 0 and state.task_id == first.task.id  # type: ignore[union-attr]
+    assert state.fields == {"count": first.count}
+    assert "secret" not in str(state.to_dict())
+    with pytest.raises(TaskError, match="no task 'train/9'"):
+        first.reset(task="train/9")
+    with pytest.raises(TaskError, match="splits: train"):
+        Counter.get_task("test", "x")
+
+
+def test_close_is_idempotent_and_ends_the_episode() -> None:
+    env = Counter()
+    env.reset()
+    env.close()
+    env.close()
+    with pytest.raises(NotResetError):
+        env.step(ToolCall("inc"))
+
+
+class AsyncCounter(AsyncEnvironment):
+    """Async twin."""
+
+    max_turns = 3
+
+    async def setup(self, task: Task | None, rng: random.Random) -> str:
+        self.value = 0
+        self.closed = False
+        return "go"
+
+    @tool
+    async def inc(self) -> ToolResult:
+        """Increment."""
+        await asyncio.sleep(0)
+        self.value += 1
+        return ToolResult.of(str(self.value), done=self.value == 2)
+
+    @tool
+    def peek(self) -> str:
+        """Sync tools are fine in async environments."""
+        return str(self.value)
+
+    async def teardown(self) -> None:
+        self.closed = True
+
+
+def test_async_twin_shares_the_bookkeeping() -> None:
+    async def main() -> None:
+        env = AsyncCounter()
+        with pytest.raises(NotResetError):
+            await env.step(ToolCall("inc"))
+        assert (await env.reset()).text == "go"
+        assert (await env.step(ToolCall("peek"))).observation.text == "0"
+        assert (await env.step(ToolCall("inc"))).observation.text == "1"
+        assert (await env.step(ToolCall("inc"))).done
+        assert (await env.state()).step_count == 3
+        await env.close()
+        assert env.closed
+        assert as_async(env) is env
+
+    asyncio.run(main())
+
+
+def test_as_async_runs_blocking_envs_in_the_executor_and_others_inline() -> None:
+    seen: list[str] = []
+
+    class Where(Environment):
+        """Records its thread."""
+
+        @tool
+        def where(self) -> str:
+            """Where am I."""
+            seen.append(threading.current_thread().name)
+            return "here"
+
+    class Inline(Where):
+        blocking = False
+
+    async def main() -> None:
+        with ThreadPoolExecutor(1, thread_name_prefix="envpool") as pool:
+            for cls in (Where, Inline):
+                env = as_async(cls(), pool)
+                await env.reset()
+                await env.step(ToolCall("where"))
+                await env.close()
+
+    asyncio.run(main())
+    assert seen[0].startswith("envpool") and seen[1] == "MainThread"
+    with pytest.raises(TypeError):
+        as_async(object())  # type: ignore[arg-type]

@@ -1,0 +1,43 @@
+"""Virtualenvs for peer frameworks, made on demand by the tests themselves.
+
+Peers' packages conflict with each other and with ours, so each peer gets its own virtualenv
+under ``.venvs/<name>``, built from ``tests/peers/<name>/requirements.txt`` the first time a test
+asks for it, and rebuilt when that file changes. A file lock keeps parallel test runs from
+building the same virtualenv twice.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PEERS = ROOT / "tests" / "peers"
+VENVS = ROOT / ".venvs"
+
+
+def peer_python(name: str, python: str = "python3.11") -> Path:
+    """The interpreter of peer ``name``'s virtualenv, created or refreshed as needed."""
+    requirements = PEERS / name / "requirements.txt"
+    if not requirements.exists():
+        raise FileNotFoundError(f"no {requirements}: list the peer's pinned packages there")
+    venv = VENVS / name
+    stamp = venv / ".requirements-sha256"
+    wanted = hashlib.sha256(requirements.read_bytes()).hexdigest()
+    VENVS.mkdir(exist_ok=True)
+    with open(VENVS / f".{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (stamp.exists() and stamp.read_text() == wanted):
+            shutil.rmtree(venv, ignore_errors=True)
+            subprocess.run([shutil.which(python) or sys.executable, "-m", "venv", str(venv)], check=True)
+            pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet",
+                   "--disable-pip-version-check"]
+            env = {**os.environ, "PIP_NO_INPUT": "1"}
+            subprocess.run([*pip, "-r", str(requirements)], check=True, env=env, cwd=PEERS / name)
+            stamp.write_text(wanted)
+    return venv / "bin" / "python"

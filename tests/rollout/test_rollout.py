@@ -1,0 +1,112 @@
+from __future__ import annotations
+
+import asyncio
+import random
+from pathlib import Path
+
+import orjson
+import pytest
+
+from omnienv.core import Environment, Task, ToolCall, ToolResult, tool
+from omnienv.envs.wordle import Wordle
+from omnienv.rollout import (
+    Episode,
+    EpisodePlan,
+    arun_episode,
+    make_policy,
+    plan_episodes,
+    rollout,
+    summarize,
+)
+
+
+def test_solver_wins_the_test_split(tmp_path: Path) -> None:
+    out = tmp_path / "t.jsonl"
+    plans = plan_episodes(Wordle, 200, "test")
+    summary = rollout(Wordle, make_policy("solver", Wordle), plans, out=out, concurrency=4)
+    assert summary.success_rate is not None and summary.success_rate >= 0.99
+    assert summary.failures == 0 and summary.mean_reward > 1.0
+    lines = out.read_bytes().splitlines()
+    assert len(lines) == 200
+    records = [orjson.loads(line) for line in lines]
+    assert sorted(r["index"] for r in records) == list(range(200))
+    first = Episode.from_dict(records[0])
+    assert first.to_dict() == records[0]
+    assert records[0]["steps"][0]["call"]["name"] == "guess"
+    assert {"task_id", "seed", "reward", "done", "failure", "seconds", "turns"} <= set(records[0])
+
+
+def test_plans_are_reproducible() -> None:
+    plans = plan_episodes(Wordle, 5, "test", seed=10)
+    assert [p.seed for p in plans] == [10, 11, 12, 13, 14]
+    assert plans[0].task_id == Wordle.tasks("test")[0].id
+    assert plan_episodes(Wordle, 2, None)[1] == EpisodePlan(1, None, 1)
+
+
+def test_random_policy_plays_and_loses() -> None:
+    summary = rollout(Wordle, make_policy("random", Wordle, seed=3), plan_episodes(Wordle, 10, "test"))
+    assert summary.failures == 0 and summary.success_rate is not None and summary.success_rate < 0.5
+
+
+def test_unknown_policy_names_the_choices() -> None:
+    with pytest.raises(ValueError, match=r"Did you mean 'solver'.*Choices: random, solver"):
+        make_policy("solvr", Wordle)
+
+
+class Flaky(Environment):
+    """Crashes on some episodes."""
+
+    splits = ("train",)
+    max_turns = 3
+
+    @classmethod
+    def tasks(cls, split: str) -> list[Task]:
+        return [Task(f"train/{i}", "train", {"crash": i % 2 == 1}) for i in range(4)]
+
+    def setup(self, task: Task | None, rng: random.Random) -> str:
+        self.crash = bool(task and task.data["crash"])
+        return "go"
+
+    @tool
+    def move(self) -> ToolResult:
+        """Move."""
+        if self.crash:
+            raise RuntimeError("sandbox died")
+        return ToolResult.of("ok", reward=1.0, done=True)
+
+
+def test_failures_are_counted_apart_never_averaged() -> None:
+    summary = rollout(Flaky, make_policy("random", Flaky), plan_episodes(Flaky, 4, "train"))
+    assert summary.failures == 2 and summary.scored == 2
+    assert summary.mean_reward == 1.0
+
+
+class SlowPolicy:
+    name = "slow"
+
+    async def act(self, episode: Episode) -> ToolCall:
+        await asyncio.sleep(30)
+        raise AssertionError("unreachable")
+
+
+class BrokenPolicy:
+    name = "broken"
+
+    async def act(self, episode: Episode) -> ToolCall:
+        raise ValueError("model said nonsense")
+
+
+def test_deadline_and_policy_crash_are_failures() -> None:
+    from omnienv.core import as_async
+
+    async def main() -> tuple[Episode, Episode]:
+        env = as_async(Flaky())
+        slow = await arun_episode(env, SlowPolicy(), EpisodePlan(0, "train/0", 0), deadline_s=0.05)
+        broken = await arun_episode(env, BrokenPolicy(), EpisodePlan(1, "train/0", 1))
+        return slow, broken
+
+    slow, broken = asyncio.run(main())
+    assert slow.failure is not None and slow.failure.kind == "timeout"
+    assert broken.failure is not None and broken.failure.kind == "policy"
+    assert "model said nonsense" in broken.failure.message
+    assert summarize([slow, broken]).scored == 0
