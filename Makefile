@@ -6,16 +6,26 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha256sum | cut -c1-12)
 
 .PHONY: install demo test lint bench clean
 
-install: $(STAMP)
+install: system-deps $(STAMP)
+
+# System packages the sandboxes need, installed when missing: bubblewrap (Jupyter kernels);
+# Xvfb, xdotool, wmctrl, openbox and small X apps (desktop sessions).
+.PHONY: system-deps
+system-deps:
+	@command -v bwrap >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq --no-install-recommends bubblewrap; }
+	@(for c in Xvfb xdotool wmctrl openbox xterm xedit xcalc xclock xwd; do command -v $$c >/dev/null 2>&1 || exit 1; done) \
+		|| { apt-get update -qq && apt-get install -y -qq --no-install-recommends xvfb xdotool wmctrl openbox xterm x11-apps; }
+	@# Chromium for the browser tests of the /ui pages (Playwright drives it; no browser download)
+	@command -v chromium >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium; }
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[dev,server,llm,jupyter,desktop,ray]'
 	@rm -f $(VENV)/.installed-* && touch $@
 
 demo: install
-	$(BIN)/omnienv rollout wordle --policy solver --episodes 50 --split test --out demo-trajectories.jsonl
+	$(BIN)/omnienv demo
 
 test: install
 	$(BIN)/ruff check omnienv tests benchmarks examples scripts
@@ -26,6 +36,22 @@ lint: install
 
 bench: install
 	$(BIN)/python benchmarks/inprocess.py
+
+# Wordle over /ws against OpenEnv 0.10.0 and a bare echo server; 10,000 idle sessions and start-up.
+.PHONY: bench-server
+bench-server: install
+	$(BIN)/python benchmarks/ws_throughput.py
+	$(BIN)/python benchmarks/sessions.py
+
+# Desktop screenshot tool and pool reset against raw X captures of the same display.
+.PHONY: bench-desktop
+bench-desktop: install
+	$(BIN)/python benchmarks/desktop.py
+
+# Start-up to healthy with the /ui pages on vs --no-ui (target: within 10%).
+.PHONY: bench-ui
+bench-ui: install
+	$(BIN)/python benchmarks/ui_startup.py
 
 clean:
 	rm -rf $(VENV) .venvs .pytest_cache demo-trajectories.jsonl

@@ -3,7 +3,8 @@
 Peers' packages conflict with each other and with ours, so each peer gets its own virtualenv
 under ``.venvs/<name>``, built from ``tests/peers/<name>/requirements.txt`` the first time a test
 asks for it, and rebuilt when that file changes. A file lock keeps parallel test runs from
-building the same virtualenv twice.
+building the same virtualenv twice. A peer that pip cannot install from a requirements file
+alone adds ``tests/peers/<name>/install.sh``, run with the virtualenv's interpreter as ``$1``.
 """
 
 from __future__ import annotations
@@ -28,7 +29,9 @@ def peer_python(name: str, python: str = "python3.11") -> Path:
         raise FileNotFoundError(f"no {requirements}: list the peer's pinned packages there")
     venv = VENVS / name
     stamp = venv / ".requirements-sha256"
-    wanted = hashlib.sha256(requirements.read_bytes()).hexdigest()
+    install = PEERS / name / "install.sh"  # optional extra step, e.g. a --no-deps install
+    extra = install.read_bytes() if install.exists() else b""
+    wanted = hashlib.sha256(requirements.read_bytes() + extra).hexdigest()
     VENVS.mkdir(exist_ok=True)
     with open(VENVS / f".{name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -39,5 +42,8 @@ def peer_python(name: str, python: str = "python3.11") -> Path:
                    "--disable-pip-version-check"]
             env = {**os.environ, "PIP_NO_INPUT": "1"}
             subprocess.run([*pip, "-r", str(requirements)], check=True, env=env, cwd=PEERS / name)
+            if install.exists():
+                subprocess.run(["sh", str(install), str(venv / "bin" / "python")], check=True, env=env,
+                               cwd=PEERS / name)
             stamp.write_text(wanted)
     return venv / "bin" / "python"

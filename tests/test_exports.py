@@ -9,16 +9,16 @@ import omnienv.rollout
 CORE = {
     "CapacityError", "InvalidJSONError", "MessageTooLargeError", "MessageValidationError", "ProtocolError",
     "SessionError", "SessionLostError", "SessionNotFoundError", "StepTimeoutError", "UnknownMessageError",
-    "ActionError", "AsyncEnv", "AsyncEnvironment", "Block", "CheckReport", "Environment",
+    "ActionError", "AgentOnlyError", "AsyncEnv", "AsyncEnvironment", "Block", "CheckReport", "Environment",
     "EnvironmentBase", "EnvironmentDefinitionError", "EnvironmentFailure", "EpisodeOverError", "Failure",
     "ImageBlock", "InvalidArgumentsError", "NotResetError", "Observation", "OmniEnvError", "Rubric",
     "RubricScore", "State", "StepResult", "Task", "TaskError", "TextBlock", "ToolCall", "ToolError",
     "ToolResult", "ToolSpec", "UnknownEnvironmentError", "UnknownToolError", "UsageError", "acheck_env",
-    "as_async", "check_env", "load_environment", "register", "registered", "tool",
+    "as_async", "check_env", "load_environment", "register", "registered", "tool", "WorkerLostError",
 }
 ROLLOUT = {
-    "Episode", "EpisodePlan", "Policy", "RandomPolicy", "Step", "Summary", "arun_episode",
-    "arun_episodes", "make_policy", "plan_episodes", "policy_names", "rollout", "summarize",
+    "EndEpisode", "Episode", "EpisodePlan", "Policy", "RandomPolicy", "Step", "Summary", "arun_episode",
+    "arun_episodes", "make_policy", "plan_episodes", "policy_names", "read_episodes", "rollout", "summarize",
 }
 
 

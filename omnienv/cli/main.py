@@ -5,9 +5,16 @@ from __future__ import annotations
 import typer
 
 from omnienv.cli.check import check
+from omnienv.cli.demo import demo
+from omnienv.cli.eval import evaluate
+from omnienv.cli.export import export_app
 from omnienv.cli.listing import list_envs
+from omnienv.cli.mcp import mcp
+from omnienv.cli.new import new
 from omnienv.cli.play import play
 from omnienv.cli.rollout import rollout
+from omnienv.cli.serve import serve
+from omnienv.cli.view import view
 
 app = typer.Typer(
     name="omnienv",
@@ -19,6 +26,13 @@ app.command("list")(list_envs)
 app.command()(play)
 app.command()(rollout)
 app.command()(check)
+app.command("eval")(evaluate)
+app.command()(serve)
+app.command()(mcp)
+app.command()(new)
+app.command()(demo)
+app.command()(view)
+app.add_typer(export_app, name="export")
 
 
 if __name__ == "__main__":

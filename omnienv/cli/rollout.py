@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
 from omnienv.cli.common import console, env_class, fail
-from omnienv.core import OmniEnvError
-from omnienv.rollout import Summary, make_policy, plan_episodes
+from omnienv.core import EnvironmentBase, OmniEnvError
+from omnienv.rollout import EpisodePlan, Policy, Summary, make_policy, plan_episodes
 from omnienv.rollout import rollout as run_rollout
+from omnienv.rollout.loop import EnvFactory
 
 
 def rollout(
@@ -28,30 +30,46 @@ def rollout(
     url: Annotated[str | None, typer.Option(help="Play on a remote omnienv server instead")] = None,
 ) -> None:
     """Roll out a policy on an environment and summarise the results."""
+    play_episodes(env, policy, episodes, split, out, seed, concurrency, deadline, url)
+
+
+def play_episodes(env: str, policy: str, episodes: int, split: str | None, out: Path | None, seed: int,
+                  concurrency: int, deadline: float | None, url: str | None) -> None:
     cls = env_class(env)
     try:
         make = make_policy(policy, cls, seed)
         plans = plan_episodes(cls, episodes, split, seed)
     except (ValueError, OmniEnvError) as exc:
         raise fail(str(exc)) from None
-    make_env = _remote(url) if url else None
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
-    with Progress(*columns, console=console, transient=False) as progress:
-        bar = progress.add_task(f"{cls.name} x {policy}", total=len(plans))
-        summary = run_rollout(
-            cls, make, plans, out=out, concurrency=concurrency, deadline_s=deadline,
-            make_env=make_env, on_episode=lambda _: progress.advance(bar),
-        )
+    summary = run_with_progress(
+        cls, make, plans, f"{cls.name} x {policy}", out=out, concurrency=concurrency, deadline_s=deadline,
+        make_env=remote_env(url) if url else None,
+    )
     show_summary(summary, title=f"{cls.name}, policy {policy}" + (f", split {split}" if split else ""))
     if out:
         console.print(f"trajectories: {out}")
 
 
-def _remote(url: str):  # type: ignore[no-untyped-def]
+def run_with_progress(cls: type[EnvironmentBase], make: Callable[[], Policy], plans: list[EpisodePlan],
+                      label: str, **options: Any) -> Summary:
+    """:func:`omnienv.rollout.rollout` with a progress bar; errors become clean exits."""
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=console) as progress:
+        bar = progress.add_task(label, total=len(plans))
+        try:
+            summary = run_rollout(cls, make, plans, on_episode=lambda _: progress.advance(bar), **options)
+        except OmniEnvError as exc:
+            raise fail(exc.message) from None
+        progress.update(bar, completed=len(plans))
+    return summary
+
+
+def remote_env(url: str) -> EnvFactory:
+    """Sessions on a remote omnienv server, one per worker."""
     try:
         from omnienv.client import connect
     except ImportError as exc:
-        raise fail(f"remote rollouts need the server extra: pip install 'omnienv[server]' ({exc})") from None
+        raise fail(f"remote environments need the server extra: pip install 'omnienv[server]' ({exc})") from None
     return lambda: connect(url)
 
 
@@ -65,5 +83,9 @@ def show_summary(summary: Summary, title: str) -> None:
     table.add_row("win rate", num(summary.success_rate, ".1%"))
     table.add_row("mean turns", num(summary.mean_turns, ".2f"))
     table.add_row("truncated", str(summary.truncated))
+    if summary.stopped:
+        table.add_row("stopped (no tool call)", str(summary.stopped))
     table.add_row("failures (not scored)", str(summary.failures))
+    if summary.prompt_tokens or summary.completion_tokens:
+        table.add_row("tokens (prompt / completion)", f"{summary.prompt_tokens:,} / {summary.completion_tokens:,}")
     console.print(table)

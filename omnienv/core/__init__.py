@@ -5,6 +5,7 @@ from omnienv.core.content import Block, ImageBlock, TextBlock
 from omnienv.core.env import AsyncEnv, AsyncEnvironment, Environment, EnvironmentBase, as_async
 from omnienv.core.errors import (
     ActionError,
+    AgentOnlyError,
     CapacityError,
     EnvironmentDefinitionError,
     EnvironmentFailure,
@@ -26,6 +27,7 @@ from omnienv.core.errors import (
     UnknownMessageError,
     UnknownToolError,
     UsageError,
+    WorkerLostError,
 )
 from omnienv.core.registry import load_environment, register, registered
 from omnienv.core.rubric import Rubric, RubricScore
@@ -35,6 +37,7 @@ from omnienv.core.types import Failure, Observation, State, StepResult, ToolCall
 
 __all__ = [
     "ActionError",
+    "AgentOnlyError",
     "AsyncEnv",
     "AsyncEnvironment",
     "Block",
@@ -74,6 +77,7 @@ __all__ = [
     "UnknownMessageError",
     "UnknownToolError",
     "UsageError",
+    "WorkerLostError",
     "acheck_env",
     "as_async",
     "check_env",

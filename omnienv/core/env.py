@@ -57,7 +57,6 @@ FAILED_OBSERVATION = Observation.of(
 class _Episode:
     task: Task | None
     seed: int | None
-    rng: random.Random
     id: str | None = None
     step_count: int = 0
     done: bool = False
@@ -141,7 +140,8 @@ class EnvironmentBase:
 
     # -- episode bookkeeping ------------------------------------------------------------------
 
-    def _begin_reset(self, task: Task | str | None, seed: int | None) -> _Episode:
+    def _begin_reset(self, task: Task | str | None, seed: int | None) -> tuple[_Episode, random.Random]:
+        """The new episode, and its seeded generator (not kept: setup stores it if it needs it)."""
         rng = random.Random(seed)
         if isinstance(task, str):
             split = task.split("/", 1)[0] if "/" in task else (self.splits[0] if self.splits else "")
@@ -149,7 +149,7 @@ class EnvironmentBase:
         elif task is None and self.splits:
             candidates = self._task_index(self.splits[0])[0]
             task = rng.choice(candidates) if candidates else None
-        return _Episode(task=task, seed=seed, rng=rng)
+        return _Episode(task=task, seed=seed), rng
 
     def _finish_reset(self, episode: _Episode, prompt: Prompt) -> Observation:
         self._episode = episode
@@ -263,9 +263,9 @@ class Environment(EnvironmentBase):
         return self._state()
 
     def reset(self, task: Task | str | None = None, seed: int | None = None) -> Observation:
-        episode = self._begin_reset(task, seed)
+        episode, rng = self._begin_reset(task, seed)
         try:
-            prompt = self.setup(episode.task, episode.rng)
+            prompt = self.setup(episode.task, rng)
         except Exception as exc:
             raise EnvironmentFailure(f"{self.name}: setup failed: {type(exc).__name__}: {exc}") from exc
         return self._finish_reset(episode, prompt)
@@ -310,9 +310,9 @@ class AsyncEnvironment(EnvironmentBase):
         return self._state()
 
     async def reset(self, task: Task | str | None = None, seed: int | None = None) -> Observation:
-        episode = self._begin_reset(task, seed)
+        episode, rng = self._begin_reset(task, seed)
         try:
-            prompt = await self.setup(episode.task, episode.rng)
+            prompt = await self.setup(episode.task, rng)
         except Exception as exc:
             raise EnvironmentFailure(f"{self.name}: setup failed: {type(exc).__name__}: {exc}") from exc
         return self._finish_reset(episode, prompt)

@@ -11,7 +11,8 @@ client can turn the frame back into the same class (the table lives in ``omnienv
     ├── TaskError                    bad task or split name
     ├── UsageError                   the infrastructure called things in the wrong order
     │   ├── NotResetError            step/state before the first reset
-    │   └── EpisodeOverError         step after the episode ended
+    │   ├── EpisodeOverError         step after the episode ended
+    │   └── AgentOnlyError           reset/step/state on an agent-only server (AGENT_ONLY)
     ├── ActionError                  the agent's tool call was wrong; becomes an error observation
     │   ├── UnknownToolError
     │   ├── InvalidArgumentsError
@@ -26,7 +27,8 @@ client can turn the frame back into the same class (the table lives in ``omnienv
     │   ├── SessionNotFoundError     no session with that id (closed, reaped or never made)
     │   └── SessionLostError         the connection died; the session is gone
     └── EnvironmentFailure           infrastructure broke (crash, timeout): flagged, never scored
-        └── StepTimeoutError         a step overran the server's per-step deadline
+        ├── StepTimeoutError         a step overran the server's per-step deadline
+        └── WorkerLostError          the worker hosting the session died (WORKER_LOST)
 
 Agent mistakes (``ActionError``) never end a session: ``step`` returns them as an error
 observation, so the model can read and recover. Everything else is raised to the caller.
@@ -38,6 +40,7 @@ from typing import ClassVar
 
 __all__ = [
     "ActionError",
+    "AgentOnlyError",
     "CapacityError",
     "EnvironmentDefinitionError",
     "EnvironmentFailure",
@@ -59,6 +62,7 @@ __all__ = [
     "UnknownMessageError",
     "UnknownToolError",
     "UsageError",
+    "WorkerLostError",
 ]
 
 
@@ -94,6 +98,12 @@ class NotResetError(UsageError):
 
 class EpisodeOverError(UsageError):
     code = "EPISODE_OVER"
+
+
+class AgentOnlyError(UsageError):
+    """The server is agent-only: agents get tools, and only its operator starts episodes."""
+
+    code = "AGENT_ONLY"
 
 
 class ActionError(OmniEnvError):
@@ -168,3 +178,10 @@ class StepTimeoutError(EnvironmentFailure):
     """A step overran the server's deadline; the episode is flagged as failed."""
 
     code = "STEP_TIMEOUT"
+
+
+class WorkerLostError(EnvironmentFailure):
+    """The process hosting the session's environment (a Ray actor) died: the episode is void and
+    flagged as failed. The next ``reset()`` places the session on a live worker."""
+
+    code = "WORKER_LOST"

@@ -19,6 +19,8 @@ ENTRY_POINT_GROUP = "omnienv.environments"
 _BUILTIN = {
     "echo": "omnienv.envs.echo:Echo",
     "wordle": "omnienv.envs.wordle:Wordle",
+    "desktop": "omnienv.envs.desktop:Desktop",
+    "jupyter": "omnienv.envs.jupyter:Jupyter",
 }
 _registered: dict[str, str | type[EnvironmentBase]] = {}
 

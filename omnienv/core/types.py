@@ -15,7 +15,7 @@ from omnienv.core.content import Block, as_blocks, block_from_dict, blocks_text
 __all__ = ["Failure", "Observation", "State", "StepResult", "ToolCall", "ToolResult"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ToolCall:
     """The agent's action: one call of one tool."""
 

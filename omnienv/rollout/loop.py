@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from omnienv.core import AsyncEnv, Failure, OmniEnvError, ToolCall
-from omnienv.rollout.policy import Policy
+from omnienv.rollout.policy import EndEpisode, Policy
 from omnienv.rollout.trajectory import Episode, Step
 
 __all__ = ["EpisodePlan", "arun_episode", "arun_episodes"]
@@ -39,8 +39,10 @@ async def arun_episode(
         await asyncio.wait_for(_play(env, policy, plan, episode), deadline_s)
     except TimeoutError:
         episode.failure = Failure("timeout", f"episode exceeded its {deadline_s:g} s deadline")
+    except EndEpisode as exc:
+        episode.stopped = str(exc) or "the policy stopped"
     except _PolicyFailed as exc:
-        episode.failure = Failure("policy", str(exc))
+        episode.failure = Failure(exc.kind, str(exc))
     except (OmniEnvError, OSError) as exc:
         episode.failure = Failure(getattr(exc, "code", "transport").lower(), f"{type(exc).__name__}: {exc}")
     episode.seconds = time.perf_counter() - started
@@ -48,7 +50,9 @@ async def arun_episode(
 
 
 class _PolicyFailed(Exception):
-    pass
+    def __init__(self, message: str, kind: str) -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 async def _play(env: AsyncEnv, policy: Policy, plan: EpisodePlan, episode: Episode) -> None:
@@ -56,8 +60,11 @@ async def _play(env: AsyncEnv, policy: Policy, plan: EpisodePlan, episode: Episo
     while True:
         try:
             call: ToolCall = await policy.act(episode)
+        except EndEpisode:
+            raise
         except Exception as exc:
-            raise _PolicyFailed(f"{type(exc).__name__}: {exc}") from exc
+            kind = getattr(exc, "failure_kind", "policy")
+            raise _PolicyFailed(f"{type(exc).__name__}: {exc}", kind) from exc
         started = time.perf_counter()
         result = await env.step(call)
         episode.steps.append(Step(call, result, time.perf_counter() - started))
@@ -104,13 +111,17 @@ async def arun_episodes(
             raise
 
     workers = [asyncio.create_task(guarded()) for _ in range(max(1, min(concurrency, len(plans))))]
+    completed = False
     try:
         for _ in range(len(plans)):
             item = await finished.get()
             if isinstance(item, BaseException):
                 raise item
             yield item
+        completed = True
     finally:
-        for task in workers:
-            task.cancel()
+        if not completed:  # stopped early: the remaining episodes are abandoned
+            for task in workers:
+                task.cancel()
+        # let every worker close its environment (remote sessions included) before returning
         await asyncio.gather(*workers, return_exceptions=True)

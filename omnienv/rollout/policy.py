@@ -14,7 +14,14 @@ from omnienv.core import ToolCall, ToolSpec
 from omnienv.core.sampling import sample_arguments
 from omnienv.rollout.trajectory import Episode
 
-__all__ = ["Policy", "RandomPolicy"]
+__all__ = ["EndEpisode", "Policy", "RandomPolicy"]
+
+
+class EndEpisode(Exception):
+    """Raised by a policy that stops acting (a model answering without a tool call).
+
+    The episode ends as ``stopped``: scored as it stands, since stopping is the agent's choice.
+    """
 
 
 class Policy(Protocol):

@@ -1,4 +1,9 @@
-"""``rollout()``: many episodes of one environment with one policy, written as JSON lines."""
+"""``rollout()``: many episodes of one environment with one policy, written as JSON lines.
+
+With ``resume=True`` a run picks up where an interrupted one stopped: episodes already in the
+output file are kept and not played again (a half-written last line is dropped), and the
+summary covers both.
+"""
 
 from __future__ import annotations
 
@@ -8,13 +13,13 @@ from pathlib import Path
 
 import orjson
 
-from omnienv.core import AsyncEnv, EnvironmentBase, TaskError, as_async
+from omnienv.core import AsyncEnv, EnvironmentBase, TaskError, UsageError, as_async
 from omnienv.rollout.loop import EnvFactory, EpisodePlan, arun_episodes
 from omnienv.rollout.policy import Policy
 from omnienv.rollout.summary import Summary, summarize
 from omnienv.rollout.trajectory import Episode
 
-__all__ = ["plan_episodes", "rollout"]
+__all__ = ["plan_episodes", "read_episodes", "rollout", "summary_path"]
 
 
 def plan_episodes(
@@ -29,25 +34,59 @@ def plan_episodes(
     return [EpisodePlan(i, tasks[i % len(tasks)].id, seed + i) for i in range(episodes)]
 
 
+def summary_path(out: Path) -> Path:
+    return out.with_name(out.name.removesuffix(".jsonl") + ".summary.json")
+
+
+def read_episodes(path: Path, *, repair: bool = False) -> list[Episode]:
+    """Episodes from a JSONL file; with ``repair`` a torn last line is cut off the file."""
+    data = path.read_bytes()
+    lines = data.splitlines(keepends=True)
+    episodes, good_end = [], 0
+    for number, line in enumerate(lines, 1):
+        try:
+            if not line.endswith(b"\n"):
+                raise ValueError("unterminated line")
+            episodes.append(Episode.from_dict(orjson.loads(line)))
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+            if number == len(lines):  # the line being written when the run was killed
+                break
+            raise UsageError(f"{path}: line {number} is not an episode record") from None
+        good_end += len(line)
+    if repair and good_end < len(data):
+        with path.open("r+b") as handle:
+            handle.truncate(good_end)
+    return episodes
+
+
 def rollout(
     env_class: type[EnvironmentBase],
     make_policy: Callable[[], Policy],
     plans: list[EpisodePlan],
     *,
     out: Path | None = None,
+    resume: bool = False,
     concurrency: int = 1,
     deadline_s: float | None = None,
     make_env: EnvFactory | None = None,
     on_episode: Callable[[Episode], None] | None = None,
 ) -> Summary:
     """Run ``plans`` in-process (or on ``make_env``'s remote sessions) and summarise them."""
+    previous: list[Episode] = []
+    if resume and out is not None and out.exists():
+        previous = read_episodes(out, repair=True)
+        strangers = {e.env for e in previous} - {env_class.name}
+        if strangers:
+            raise UsageError(f"{out} holds episodes of {', '.join(sorted(strangers))}, not {env_class.name}")
+        finished = {e.index for e in previous}
+        plans = [plan for plan in plans if plan.index not in finished]
 
     def local_env() -> AsyncEnv:
         return as_async(env_class())
 
     async def main() -> list[Episode]:
         done: list[Episode] = []
-        sink = out.open("wb") if out else None
+        sink = out.open("ab" if resume else "wb") if out else None
         try:
             async for episode in arun_episodes(
                 make_env or local_env, make_policy, plans, concurrency=concurrency, deadline_s=deadline_s
@@ -63,4 +102,7 @@ def rollout(
                 sink.close()
         return done
 
-    return summarize(asyncio.run(main()))
+    summary = summarize(previous + (asyncio.run(main()) if plans else []))
+    if out is not None:
+        summary_path(out).write_bytes(orjson.dumps(summary.to_dict(), option=orjson.OPT_INDENT_2))
+    return summary

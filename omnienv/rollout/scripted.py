@@ -14,6 +14,8 @@ __all__ = ["make_policy", "policy_names"]
 # environment name -> policy name -> "module:Class" (classes taking no arguments)
 SCRIPTED: dict[str, dict[str, str]] = {
     "wordle": {"solver": "omnienv.rollout.wordle_solver:WordleSolver"},
+    "jupyter": {"oracle": "omnienv.rollout.jupyter_oracle:JupyterOracle"},
+    "desktop": {"scripted": "omnienv.rollout.desktop_scripted:DesktopScripted"},
 }
 
 
@@ -27,13 +29,18 @@ def make_policy(name: str, env_class: type[EnvironmentBase], seed: int | None = 
         strings = _vocabulary(env_class)
         return lambda: RandomPolicy(env_class.tools, seed=seed, strings=strings)
     target = SCRIPTED.get(env_class.name, {}).get(name)
+    if target is None and ":" in name:
+        target = name  # "package.module:Class", e.g. the scripted policy of a package from `omnienv new`
     if target is None:
         choices = policy_names(env_class)
         close = difflib.get_close_matches(name, choices, n=1)
         hint = f" Did you mean '{close[0]}'?" if close else ""
         raise ValueError(f"no policy '{name}' for {env_class.name}.{hint} Choices: {', '.join(choices)}.")
     module, _, attribute = target.partition(":")
-    cls = getattr(importlib.import_module(module), attribute)
+    try:
+        cls = getattr(importlib.import_module(module), attribute)
+    except (ImportError, AttributeError) as exc:
+        raise ValueError(f"cannot load policy '{target}': {exc}") from exc
     return cls  # type: ignore[no-any-return]
 
 

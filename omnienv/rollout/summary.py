@@ -25,6 +25,9 @@ class Summary:
     success_rate: float | None
     mean_turns: float
     truncated: int
+    stopped: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -52,4 +55,7 @@ def summarize(episodes: Iterable[Episode]) -> Summary:
         success_rate=success_rate,
         mean_turns=sum(len(e.steps) for e in scored) / len(scored) if scored else math.nan,
         truncated=sum(e.truncated for e in scored),
+        stopped=sum(e.stopped is not None for e in scored),
+        prompt_tokens=sum(e.usage.get("prompt_tokens", 0) for e in everything),
+        completion_tokens=sum(e.usage.get("completion_tokens", 0) for e in everything),
     )

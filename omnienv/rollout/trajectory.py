@@ -39,6 +39,11 @@ class Episode:
     steps: list[Step] = field(default_factory=list)
     failure: Failure | None = None
     seconds: float = 0.0
+    stopped: str | None = None
+    """Why the policy stopped acting before the episode ended, if it did."""
+    usage: dict[str, int] = field(default_factory=dict)
+    messages: list[dict[str, Any]] | None = None
+    """The model conversation, for policies that hold one."""
 
     @property
     def reward(self) -> float:
@@ -78,8 +83,11 @@ class Episode:
             "truncated": self.truncated,
             "success": self.success,
             "turns": len(self.steps),
+            "stopped": self.stopped,
             "failure": self.failure.to_dict() if self.failure else None,
+            "usage": self.usage,
             "seconds": round(self.seconds, 6),
+            "messages": self.messages,
         }
 
     @classmethod
@@ -95,4 +103,7 @@ class Episode:
             steps=[Step.from_dict(step) for step in data.get("steps", ())],
             failure=Failure.from_dict(failure) if failure else None,
             seconds=float(data.get("seconds", 0.0)),
+            stopped=data.get("stopped"),
+            usage=dict(data.get("usage") or {}),
+            messages=data.get("messages"),
         )

@@ -1,0 +1,157 @@
+"""Desktop: the screenshot tool and a fresh reset, against raw X captures of the same display.
+
+Measured side by side in one run, on one 1024x768 Xvfb desktop with a terminal, an editor and a
+clock open:
+
+- screenshot tool: ``Desktop.step(screenshot)``, capture (MIT-SHM) + PNG + the step's bookkeeping;
+- raw references: ``xwd -root`` of the same display (the classic X dump, uncompressed, what a
+  shell script would run), ``import -window root png:-`` when ImageMagick is installed, and the
+  bare in-process capture without encoding (the floor);
+- reset: ``Desktop.reset`` of a one-app task with a warm display waiting in the pool, against a
+  reset that must boot Xvfb and the window manager itself (pool of size 0).
+
+Targets: screenshot p50 <= 50 ms; reset p50 <= 1 s from the pool.
+
+    python benchmarks/desktop.py [--shots 200] [--resets 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks._harness import percentile
+from omnienv.core import ToolCall
+from omnienv.envs.desktop import Desktop
+from omnienv.sandboxes.xvfb import DisplayPool, DisplaySpec, XvfbDisplay
+
+__all__ = ["main"]
+
+SHOT_TARGET_MS = 50.0
+RESET_TARGET_MS = 1000.0
+
+
+class UnboundedDesktop(Desktop):
+    """The same environment without a turn limit, so one episode can take every sample."""
+
+    name = "desktop"
+    max_turns = None
+
+
+def timed(fn: Callable[[], object]) -> float:
+    started = time.perf_counter()
+    fn()
+    return (time.perf_counter() - started) * 1e3
+
+
+async def measure_shots(env: Desktop, samples: int) -> dict[str, list[float]]:
+    """Every way of capturing, interleaved sample by sample so that load on the machine hits all alike."""
+    display = env.desktop
+    assert isinstance(display, XvfbDisplay)
+    call = ToolCall("screenshot", {})
+    grabber = display._grabber
+    dump = ["xwd", "-root", "-silent", "-display", display.name]
+    magick = ["import", "-display", display.name, "-window", "root", "png:-"]
+    ways: dict[str, Callable[[], object]] = {
+        "capture + PNG, no step": display.screenshot_png,
+        "bare capture (mss, no encoding)": lambda: grabber.grab(grabber.monitors[0]),
+        "raw: xwd -root (subprocess)": lambda: subprocess.run(dump, stdout=subprocess.DEVNULL, check=True),
+    }
+    if shutil.which("import"):
+        ways["raw: import -window root png:-"] = lambda: subprocess.run(
+            magick, stdout=subprocess.DEVNULL, check=True)
+    results: dict[str, list[float]] = {"screenshot tool (capture + PNG + step)": []}
+    results.update({label: [] for label in ways})
+    for _ in range(samples):
+        started = time.perf_counter()
+        result = await env.step(call)
+        results["screenshot tool (capture + PNG + step)"].append((time.perf_counter() - started) * 1e3)
+        assert not result.observation.is_error
+        for label, fn in ways.items():
+            results[label].append(timed(fn))
+    return {label: sorted(values) for label, values in results.items()}
+
+
+async def measure_resets(env: Desktop, pool: DisplayPool, samples: int) -> list[float]:
+    out = []
+    for index in range(samples):
+        if pool.size:
+            pool.wait_ready(1)  # a warm display is waiting, as between episodes of a steady run
+        started = time.perf_counter()
+        await env.reset(task="train/terminal-echo", seed=index)
+        out.append((time.perf_counter() - started) * 1e3)
+    return sorted(out)
+
+
+def row(table: Table, label: str, values: list[float], reference: float | None) -> None:
+    p50, p99 = percentile(values, 50), percentile(values, 99)
+    ratio = f"{p50 / reference:.2f}x" if reference else "—"
+    table.add_row(label, str(len(values)), f"{p50:.2f}", f"{p99:.2f}", ratio)
+
+
+async def run(shots: int, resets: int) -> None:
+    console = Console()
+    warm_pool, cold_pool = DisplayPool(DisplaySpec(), size=2), DisplayPool(DisplaySpec(), size=0)
+    warm, cold = UnboundedDesktop(pool=warm_pool), UnboundedDesktop(pool=cold_pool)
+    try:
+        warm_pool.wait_ready()
+        await warm.reset(task="test/editor-replace")
+        await warm.desktop.launch("xterm -geometry 60x20+20+380")
+        await warm.desktop.launch("xclock -geometry 150x150+600+450")
+        await warm.desktop.wait_for_window("^xclock$")
+        await warm.step(ToolCall("screenshot", {}))  # connect the grabber once
+        status = list(getattr(warm.desktop._grabber, "performance_status", []))  # type: ignore[attr-defined]
+        shot_results = await measure_shots(warm, shots)
+        warm_resets = await measure_resets(warm, warm_pool, resets)
+        cold_resets = await measure_resets(cold, cold_pool, max(5, resets // 2))
+    finally:
+        await warm.close()
+        await cold.close()
+        warm_pool.close()
+        cold_pool.close()
+
+    reference = percentile(shot_results["raw: xwd -root (subprocess)"], 50)
+    table = Table("what", "n", "p50 (ms)", "p99 (ms)", "p50 / xwd p50",
+                  title="desktop screenshot at 1024x768 (same display, same run)")
+    for label, values in shot_results.items():
+        row(table, label, values, reference)
+    console.print(table)
+    if status:
+        console.print(f"capture path: {'; '.join(status)}")
+    resets_table = Table("reset", "n", "p50 (ms)", "p99 (ms)", "p50 / cold p50",
+                         title="Desktop.reset of a one-app task (terminal)")
+    cold_p50 = percentile(cold_resets, 50)
+    row(resets_table, "from the warm pool", warm_resets, cold_p50)
+    row(resets_table, "cold: boot Xvfb + window manager", cold_resets, cold_p50)
+    console.print(resets_table)
+    shot_p50 = percentile(shot_results["screenshot tool (capture + PNG + step)"], 50)
+    reset_p50 = percentile(warm_resets, 50)
+    for label, value, target in (("screenshot tool p50", shot_p50, SHOT_TARGET_MS),
+                                 ("reset p50 from the pool", reset_p50, RESET_TARGET_MS)):
+        verdict = "meets" if value <= target else "misses"
+        console.print(f"{label}: {value:.1f} ms — {verdict} the target of <= {target:g} ms")
+    console.print(f"screenshot tool vs raw xwd capture: {shot_p50 / reference:.2f}x the time")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--shots", type=int, default=200)
+    parser.add_argument("--resets", type=int, default=20)
+    args = parser.parse_args()
+    asyncio.run(run(args.shots, args.resets))
+
+
+if __name__ == "__main__":
+    main()

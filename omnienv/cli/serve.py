@@ -1,0 +1,73 @@
+"""``omnienv serve ENV``: serve an environment over OpenEnv's ``/ws`` and HTTP sessions."""
+
+from __future__ import annotations
+
+import secrets
+from typing import Annotated
+
+import typer
+
+from omnienv.cli.common import console, env_class, fail
+
+
+def serve(
+    env: Annotated[str, typer.Argument(help="Environment name or 'package.module:Class'")],
+    host: Annotated[str, typer.Option(help="Interface to bind")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port")] = 8000,
+    max_sessions: Annotated[int, typer.Option(help="Sessions open at once; more are refused")] = 16_384,
+    idle_timeout: Annotated[float, typer.Option(help="Close sessions idle this long, in s (0: never)")] = 600.0,
+    step_timeout: Annotated[float, typer.Option(help="Fail a step running this long, in s (0: never)")] = 300.0,
+    log_level: Annotated[str, typer.Option(help="uvicorn log level")] = "warning",
+    ui: Annotated[bool, typer.Option("--ui/--no-ui", help="Serve the play page at /ui")] = True,
+    ray: Annotated[str | None, typer.Option(
+        "--ray", metavar="ADDRESS",
+        help="Host sessions on Ray actors: 'auto' joins this node's cluster, host:port or ray://... another, "
+        "'local' starts a private Ray on 127.0.0.1",
+    )] = None,
+    ray_actors: Annotated[int, typer.Option(help="Ray host actors, many sessions each (0: one per CPU)")] = 0,
+    ray_cpus: Annotated[float, typer.Option(help="CPUs each Ray host actor asks for")] = 1.0,
+    agent_only: Annotated[bool, typer.Option(
+        "--agent-only", help="Agents get only MCP tools; reset/step/state are refused; episodes start "
+        "at POST /operator/sessions with the printed token",
+    )] = False,
+    operator_token: Annotated[str | None, typer.Option(
+        envvar="OMNIENV_OPERATOR_TOKEN", help="Bearer token of /operator (--agent-only); default: a random one",
+    )] = None,
+) -> None:
+    """Serve ENV until interrupted: OpenEnv-compatible WebSocket /ws, HTTP sessions, /health."""
+    cls = env_class(env)
+    try:
+        from omnienv.server import ServerConfig, create_app
+        from omnienv.server import serve as run
+    except ImportError as exc:
+        raise fail(f"serving needs the server extra: pip install 'omnienv[server]' ({exc})") from None
+    try:
+        config = ServerConfig(
+            max_sessions=max_sessions,
+            idle_timeout=idle_timeout or None,
+            step_timeout=step_timeout or None,
+            ui=ui,
+            agent_only=agent_only,
+            operator_token=(operator_token or secrets.token_urlsafe(24)) if agent_only else None,
+        )
+    except ValueError as exc:
+        raise fail(str(exc)) from None
+    page = f", play it at http://{host}:{port}/ui/" if ui else ""
+    console.print(f"serving [bold]{cls.name}[/] on http://{host}:{port} (WebSocket: ws://{host}:{port}/ws{page})")
+    if agent_only:
+        console.print(f"agent-only: agents use MCP at http://{host}:{port}/mcp?session_id=...; start episodes "
+                      f"with POST /operator/sessions, header 'Authorization: Bearer {config.operator_token}'",
+                      soft_wrap=True)
+    if ray is not None:
+        try:
+            from omnienv.ray.serving import serve_on_ray
+        except ImportError as exc:
+            raise fail(f"--ray needs the ray extra: pip install 'omnienv[ray]' ({exc})") from None
+        options = {"num_cpus": ray_cpus}
+        try:
+            serve_on_ray(cls, config, host, port, address=ray, actors=ray_actors or None, actor_options=options,
+                         announce=console.print, log_level=log_level)
+        except (ConnectionError, TimeoutError) as exc:
+            raise fail(str(exc)) from None
+        return
+    run(create_app(cls, config), host, port, log_level=log_level)

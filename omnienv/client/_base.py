@@ -1,0 +1,121 @@
+"""What every client shares, with no I/O: URLs, request frames, reply decoding, error mapping.
+
+The sync and async clients over each transport subclass this and write only their I/O path,
+method for method in the same order, so a fix to the protocol lands here once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from omnienv.core.errors import NotResetError, ProtocolError, SessionLostError
+from omnienv.core.tasks import Task
+from omnienv.core.types import Observation, State, StepResult, ToolCall
+from omnienv.protocol.codec import decode, encode
+from omnienv.protocol.codes import error_from_data
+from omnienv.protocol.messages import (
+    RemoteTool,
+    observation_from_reply,
+    reset_request,
+    state_from_reply,
+    step_request,
+    step_result_from_reply,
+    tools_from_reply,
+)
+
+__all__ = ["ClientBase"]
+
+REPLY_LIMIT = 1 << 30  # replies may carry screenshots; the server bounds what it sends
+LIST_TOOLS = {"type": "step", "data": {"type": "list_tools"}}
+GET_STATE = {"type": "state"}
+CLOSE = {"type": "close"}
+
+
+def _urls(url: str) -> tuple[str, str]:
+    """(http base URL, ws URL of /ws) from any of http(s)://host:port[/ws] or ws(s)://..."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https", "ws", "wss") or not parts.netloc:
+        raise ValueError(f"expected a server URL like http://127.0.0.1:8000, got {url!r}")
+    secure = parts.scheme in ("https", "wss")
+    path = parts.path.rstrip("/")
+    if path.endswith("/ws"):
+        path = path[: -len("/ws")]
+    http = urlunsplit(("https" if secure else "http", parts.netloc, path, "", ""))
+    ws = urlunsplit(("wss" if secure else "ws", parts.netloc, f"{path}/ws", parts.query, ""))
+    return http, ws
+
+
+class ClientBase:
+    """A remote environment's face: ``name``, ``tools``, and the protocol's frames and replies."""
+
+    def __init__(self, url: str, *, timeout: float | None = 600.0, connect_timeout: float = 10.0) -> None:
+        self.base_url, self.ws_url = _urls(url)
+        self.name: str = urlsplit(self.base_url).netloc
+        self.tools: dict[str, RemoteTool] = {}
+        self.timeout = timeout
+        self.connect_timeout = connect_timeout
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.base_url!r}, env={self.name!r})"
+
+    # -- requests -----------------------------------------------------------------------------
+
+    @staticmethod
+    def _reset_request(task: Task | str | None, seed: int | None) -> dict[str, Any]:
+        if isinstance(task, Task):
+            return reset_request(task.id, seed, task.split or None)
+        return reset_request(task, seed)
+
+    @staticmethod
+    def _step_request(call: ToolCall) -> dict[str, Any]:
+        if not isinstance(call, ToolCall):
+            raise TypeError(f"step() takes a ToolCall, got {type(call).__name__}")
+        return step_request(call)
+
+    @staticmethod
+    def _encode(request: dict[str, Any]) -> str:
+        return encode(request).decode()
+
+    # -- replies ------------------------------------------------------------------------------
+
+    @staticmethod
+    def _data(raw: str | bytes, expected: str) -> dict[str, Any]:
+        frame = decode(raw, REPLY_LIMIT)
+        kind = frame.get("type")
+        data = frame.get("data")
+        if kind == "error":
+            raise error_from_data(data if isinstance(data, dict) else {})
+        if kind != expected or not isinstance(data, dict):
+            raise ProtocolError(f"expected a '{expected}' reply, got {str(frame)[:200]}")
+        return data
+
+    def _on_tools(self, raw: str | bytes) -> None:
+        name, tools = tools_from_reply(self._data(raw, "observation"))
+        self.tools = tools
+        if name:
+            self.name = name
+
+    def _on_reset(self, raw: str | bytes) -> Observation:
+        return observation_from_reply(self._data(raw, "observation"))
+
+    def _on_step(self, raw: str | bytes) -> StepResult:
+        return step_result_from_reply(self._data(raw, "observation"))
+
+    def _on_state(self, raw: str | bytes) -> State:
+        return state_from_reply(self._data(raw, "state"))
+
+    # -- failures -----------------------------------------------------------------------------
+
+    def _not_connected(self) -> NotResetError:
+        return NotResetError(f"{self.name}: the session is closed; call reset() to open a new one")
+
+    def _lost(self, cause: BaseException) -> SessionLostError:
+        detail = getattr(getattr(cause, "rcvd", None), "reason", "") or str(cause) or type(cause).__name__
+        return SessionLostError(f"lost the connection to {self.ws_url}: {detail}")
+
+    def _timed_out(self) -> SessionLostError:
+        return SessionLostError(
+            f"no reply from {self.base_url} within {self.timeout:g} s; the connection was dropped so "
+            "later replies cannot be mismatched (the server closes the session)"
+        )

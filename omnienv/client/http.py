@@ -1,0 +1,184 @@
+"""Clients over the stateful HTTP session routes (``/sessions/{id}/...``), async and sync twins.
+
+For places a WebSocket cannot go (some proxies, serverless callers). Each call is one request;
+the server keeps the session between them until ``close()`` or its idle timeout.
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import Any, Self
+
+import httpx
+
+from omnienv.client._base import LIST_TOOLS, ClientBase
+from omnienv.core.errors import SessionLostError
+from omnienv.core.tasks import Task
+from omnienv.core.types import Observation, State, StepResult, ToolCall
+from omnienv.protocol.codec import encode
+
+__all__ = ["AsyncHTTPClient", "HTTPClient"]
+
+_JSON = {"content-type": "application/json"}
+
+
+class _HTTPBase(ClientBase):
+    session_id: str | None = None
+
+    def _client_options(self) -> dict[str, Any]:
+        timeout = httpx.Timeout(self.timeout, connect=self.connect_timeout)
+        return {"base_url": self.base_url, "timeout": timeout, "trust_env": False, "headers": _JSON}
+
+    def _path(self, action: str = "") -> str:
+        return f"/sessions/{self.session_id}{action}"
+
+    @staticmethod
+    def _raw(response: httpx.Response) -> bytes:
+        return response.content
+
+    def _failed(self, exc: httpx.HTTPError) -> SessionLostError:
+        return SessionLostError(f"request to {self.base_url} failed: {type(exc).__name__}: {exc}")
+
+    @staticmethod
+    def _session_id(response: httpx.Response) -> str:
+        if response.status_code != 201:
+            ClientBase._data(response.content, "session")  # raises the server's typed error
+        return str(response.json()["session_id"])
+
+
+class AsyncHTTPClient(_HTTPBase):
+    """An environment served at ``url``, one HTTP session, one request per call."""
+
+    _http: httpx.AsyncClient | None = None
+
+    @classmethod
+    async def connect(cls, url: str, **options: Any) -> Self:
+        client = cls(url, **options)
+        await client.open()
+        return client
+
+    async def open(self) -> None:
+        if self.session_id is not None:
+            return
+        if self._http is None:
+            self._http = httpx.AsyncClient(**self._client_options())
+        try:
+            self.session_id = self._session_id(await self._send("POST", "/sessions"))
+            self._on_tools(self._raw(await self._send("POST", self._path("/step"), LIST_TOOLS["data"])))
+        except BaseException:
+            await self.close()
+            raise
+
+    async def reset(self, task: Task | str | None = None, seed: int | None = None) -> Observation:
+        await self.open()
+        body = self._reset_request(task, seed)["data"]
+        return self._on_reset(self._raw(await self._send("POST", self._path("/reset"), body)))
+
+    async def step(self, call: ToolCall) -> StepResult:
+        if self.session_id is None:
+            raise self._not_connected()
+        body = self._step_request(call)["data"]
+        return self._on_step(self._raw(await self._send("POST", self._path("/step"), body)))
+
+    async def state(self) -> State:
+        if self.session_id is None:
+            return State(None, 0)
+        return self._on_state(self._raw(await self._send("GET", self._path("/state"))))
+
+    async def close(self) -> None:
+        session, self.session_id = self.session_id, None
+        http, self._http = self._http, None
+        if http is None:
+            return
+        try:
+            if session is not None:
+                await http.delete(f"/sessions/{session}")
+        except httpx.HTTPError:
+            pass
+        finally:
+            await http.aclose()
+
+    async def _send(self, method: str, path: str, body: Any = None) -> httpx.Response:
+        assert self._http is not None
+        try:
+            content = encode(body) if body is not None else None
+            return await self._http.request(method, path, content=content)
+        except httpx.HTTPError as exc:
+            raise self._failed(exc) from exc
+
+    async def __aenter__(self) -> Self:
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+
+class HTTPClient(_HTTPBase):
+    """The blocking twin of :class:`AsyncHTTPClient`."""
+
+    _http: httpx.Client | None = None
+
+    @classmethod
+    def connect(cls, url: str, **options: Any) -> Self:
+        client = cls(url, **options)
+        client.open()
+        return client
+
+    def open(self) -> None:
+        if self.session_id is not None:
+            return
+        if self._http is None:
+            self._http = httpx.Client(**self._client_options())
+        try:
+            self.session_id = self._session_id(self._send("POST", "/sessions"))
+            self._on_tools(self._raw(self._send("POST", self._path("/step"), LIST_TOOLS["data"])))
+        except BaseException:
+            self.close()
+            raise
+
+    def reset(self, task: Task | str | None = None, seed: int | None = None) -> Observation:
+        self.open()
+        body = self._reset_request(task, seed)["data"]
+        return self._on_reset(self._raw(self._send("POST", self._path("/reset"), body)))
+
+    def step(self, call: ToolCall) -> StepResult:
+        if self.session_id is None:
+            raise self._not_connected()
+        body = self._step_request(call)["data"]
+        return self._on_step(self._raw(self._send("POST", self._path("/step"), body)))
+
+    def state(self) -> State:
+        if self.session_id is None:
+            return State(None, 0)
+        return self._on_state(self._raw(self._send("GET", self._path("/state"))))
+
+    def close(self) -> None:
+        session, self.session_id = self.session_id, None
+        http, self._http = self._http, None
+        if http is None:
+            return
+        try:
+            if session is not None:
+                http.delete(f"/sessions/{session}")
+        except httpx.HTTPError:
+            pass
+        finally:
+            http.close()
+
+    def _send(self, method: str, path: str, body: Any = None) -> httpx.Response:
+        assert self._http is not None
+        try:
+            content = encode(body) if body is not None else None
+            return self._http.request(method, path, content=content)
+        except httpx.HTTPError as exc:
+            raise self._failed(exc) from exc
+
+    def __enter__(self) -> Self:
+        self.open()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()

@@ -1,0 +1,206 @@
+"""verifiers 0.4 (the ``verifiers.v1`` API): an omnienv environment as a taskset package.
+
+verifiers v1 serves a task's tools as an MCP server in its own process, one per rollout, and
+scores the rollout on the host. So:
+
+- :class:`OmniToolset` is that per-rollout process: ``setup_task`` builds the environment named
+  by the task and resets it to the task's id and seed; every omnienv ``@tool`` becomes an MCP
+  tool with the same name, description and arguments; each call steps the environment and
+  returns the observation text.
+- :class:`OmniState` rides verifiers' state channel from the tool process to the host after
+  every call: summed reward, done/truncated flags, rubric parts, failure.
+- :class:`OmniTask` scores on the host: reward ``episode_reward`` (the tools' rewards plus the
+  rubric's final score, the number every omnienv dialect reports), the rubric's parts as
+  metrics, and a ``@vf.stop`` that ends the rollout as soon as the episode is over.
+- :class:`OmniTaskset` yields one task per task of a split (``--env.taskset.env``,
+  ``--env.taskset.split``); each prompt comes from resetting a local copy of the environment
+  with the same task and seed.
+
+An infrastructure failure (``StepResult.failure``) makes ``episode_reward`` raise, which
+verifiers records as a ``TaskError`` on the trace: the rollout has an error, not a reward of 0,
+and trainers drop errored rollouts.
+
+This module is runnable (``python -m``) because verifiers starts tool servers that way.
+"""
+
+import inspect
+import typing
+from collections.abc import Iterator
+from typing import Annotated, Any
+
+import verifiers.v1 as vf
+from pydantic import Field
+
+from omnienv.core import (
+    AsyncEnv,
+    EnvironmentFailure,
+    ToolCall,
+    ToolSpec,
+    UsageError,
+    as_async,
+    load_environment,
+)
+from omnienv.dialects._text import prompt_text, resolve_env
+
+__all__ = [
+    "OmniState",
+    "OmniTask",
+    "OmniTaskData",
+    "OmniTaskset",
+    "OmniTasksetConfig",
+    "OmniToolset",
+    "OmniToolsetConfig",
+]
+
+
+class OmniTaskData(vf.TaskData):
+    """Which environment, which of its tasks, which seed: all the tool process needs."""
+
+    env: str
+    task_id: str | None = None
+    seed: int | None = None
+
+
+class OmniState(vf.State):
+    """The episode as the host sees it, synced from the tool process after every call."""
+
+    steps: int = 0
+    reward: float = 0.0
+    done: bool = False
+    truncated: bool = False
+    rubric: dict[str, float] = Field(default_factory=dict)
+    failure: dict[str, str] | None = None
+
+    @property
+    def over(self) -> bool:
+        return self.done or self.truncated or self.failure is not None
+
+
+class OmniToolsetConfig(vf.ToolsetConfig):
+    pass
+
+
+class OmniToolset(vf.Toolset[OmniToolsetConfig, OmniState]):
+    """One rollout's environment, its tools served over MCP."""
+
+    TOOL_PREFIX = None  # the model sees the environment's own tool names
+
+    env: AsyncEnv | None = None
+
+    async def setup_task(self, task: Any) -> None:
+        data: OmniTaskData = task  # verifiers hands tool servers the task's data
+        self.env = as_async(resolve_env(data.env))
+        await self.env.reset(data.task_id, data.seed)
+
+    def register(self, mcp: Any) -> None:
+        if self.env is None:
+            raise RuntimeError("OmniToolset serves one task's environment; it got no task to set up")
+        for spec in self.env.tools.values():
+            mcp.add_tool(self._with_state(self._tool(spec)), name=spec.name, description=spec.description)
+
+    def _tool(self, spec: ToolSpec) -> Any:
+        """An ``async def name(**arguments)`` with the tool's signature, for MCP's schema."""
+
+        async def call(**arguments: Any) -> str:
+            return await self._step(ToolCall(spec.name, arguments))
+
+        hints = typing.get_type_hints(spec.function)
+        properties = spec.parameters.get("properties", {})
+        parameters = []
+        for parameter in list(inspect.signature(spec.function).parameters.values())[1:]:
+            hint = hints.get(parameter.name, Any)
+            description = properties.get(parameter.name, {}).get("description")
+            if description:
+                hint = Annotated[hint, Field(description=description)]
+            parameters.append(parameter.replace(annotation=hint))
+        call.__signature__ = inspect.Signature(parameters, return_annotation=str)  # type: ignore[attr-defined]
+        call.__name__ = spec.name
+        call.__doc__ = spec.description
+        return call
+
+    async def _step(self, call: ToolCall) -> str:
+        assert self.env is not None
+        state: OmniState = self.state
+        if state.over:
+            return "The episode is over; no more tool calls are accepted."
+        try:
+            result = await self.env.step(call)
+        except UsageError as exc:
+            return exc.message
+        state.steps += 1
+        state.reward += result.reward
+        state.done, state.truncated = result.done, result.truncated
+        if "rubric" in result.info:
+            state.rubric = {name: float(value) for name, value in result.info["rubric"].items()}
+        if result.failure is not None:
+            state.failure = {"kind": result.failure.kind, "message": result.failure.message}
+        return result.observation.text
+
+
+class OmniTaskConfig(vf.TaskConfig):
+    pass
+
+
+class OmniTask(vf.Task[OmniTaskData, OmniState, OmniTaskConfig]):
+    """One omnienv task: tools in a per-rollout process, scored from the synced state."""
+
+    @classmethod
+    def toolsets(cls, config: OmniTaskConfig) -> list[vf.Toolset]:
+        return [OmniToolset(OmniToolsetConfig())]
+
+    @vf.reward(weight=1.0)
+    async def episode_reward(self, trace: vf.Trace) -> float:
+        """The tools' rewards plus the rubric's final score; raises on infrastructure failure."""
+        state: OmniState = trace.state
+        if state.failure is not None:
+            raise EnvironmentFailure(f"{state.failure['kind']}: {state.failure['message']}")
+        return state.reward
+
+    @vf.metric
+    async def rubric(self, trace: vf.Trace) -> dict[str, float]:
+        """The rubric's parts, as metrics (their weighted sum is already in the reward)."""
+        return dict(trace.state.rubric)
+
+    @vf.metric
+    async def steps(self, trace: vf.Trace) -> float:
+        return float(trace.state.steps)
+
+    @vf.stop
+    async def episode_over(self, trace: vf.Trace) -> bool:
+        """Stop asking the model once the environment says the episode is over."""
+        return bool(trace.state.over)
+
+
+class OmniTasksetConfig(vf.TasksetConfig):
+    env: str = "wordle"
+    """The omnienv environment: a registered name or ``package.module:Class``."""
+    split: str | None = None
+    """The split to draw tasks from; default the environment's first split."""
+    seed: int = 0
+    """Task ``i`` is reset with seed ``seed + i``."""
+    episodes: int = 100
+    """How many seeded episodes an environment without splits yields."""
+    task: OmniTaskConfig = OmniTaskConfig()
+
+
+class OmniTaskset(vf.Taskset[OmniTask, OmniTasksetConfig]):
+    """One verifiers task per omnienv task of a split (or per seed, without splits)."""
+
+    def load(self) -> Iterator[OmniTask]:
+        config = self.config
+        cls = load_environment(config.env)
+        split = config.split or (cls.splits[0] if cls.splits else None)
+        task_ids: list[str | None] = (
+            [task.id for task in cls._split_tasks(split)] if split else [None] * config.episodes
+        )
+        for i, task_id in enumerate(task_ids):
+            seed = config.seed + i
+            yield OmniTask(
+                OmniTaskData(id=task_id, name=f"{cls.name}/{task_id or seed}", prompt=prompt_text(cls, task_id, seed),
+                             env=config.env, task_id=task_id, seed=seed),
+                config.task,
+            )
+
+
+if __name__ == "__main__":
+    OmniToolset.run()

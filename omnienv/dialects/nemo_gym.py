@@ -1,0 +1,480 @@
+"""NeMo Gym resources-server dialect: REST routes with the session in a signed cookie.
+
+NeMo Gym's agents (``simple_agent``) and its ``ServerClient`` drive a resources server this way:
+``POST /seed_session`` with a dataset row (sets the cookie), one ``POST /<tool>`` per function
+call with the call's arguments as the body (the reply body, ``{"output": text}`` plus ``"done":
+true`` on the last step, is what the model reads), ``POST /verify`` with the Responses-API
+request and final response (returns the reward), then ``POST /close_session``;
+``POST /aggregate_metrics`` summarises many ``/verify`` replies. Every reply on a session
+re-sends its cookie, because NeMo's agent keeps only the cookies of the latest reply.
+
+Any omnienv environment is served this way without extra code: a seeded row picks its task by
+``task_id`` (and ``split``/``seed``, like ``reset``); the reward ``/verify`` reports is the
+environment's own (step rewards plus the rubric), and an infrastructure failure sets
+``mask_sample``. ``nemo_gym_rows`` writes the matching dataset, tools included.
+
+NeMo's ``ServerClient`` joins ``http://host:port`` and the path, so the routes sit at the root
+of our app next to omnienv's own; a tool whose name is already a root route (``/reset``,
+``/health``...) is only served under the ``/nemo_gym`` prefix, where every route is mirrored.
+The cookie is signed with itsdangerous; its secret is random per server unless given (or set
+in ``OMNIENV_NEMO_GYM_SECRET``, e.g. for several workers behind one address).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+import os
+import secrets
+import time
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from itsdangerous import BadSignature, URLSafeSerializer
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Mount, Route
+
+from omnienv.core.content import Block, ImageBlock, TextBlock
+from omnienv.core.env import AsyncEnvironment, Environment, EnvironmentBase
+from omnienv.core.errors import (
+    EnvironmentFailure,
+    MessageTooLargeError,
+    MessageValidationError,
+    OmniEnvError,
+    SessionError,
+    SessionNotFoundError,
+)
+from omnienv.core.tasks import Task
+from omnienv.core.types import Failure, StepResult, ToolCall
+from omnienv.protocol.codec import decode, encode
+from omnienv.protocol.codes import register_code
+from omnienv.protocol.messages import Request as SessionRequest
+from omnienv.protocol.messages import parse_reset
+from omnienv.server.handler import unexpected
+from omnienv.server.http import status_of
+from omnienv.server.sessions import Session, SessionManager
+
+__all__ = [
+    "PREFIX",
+    "SECRET_ENV",
+    "BadCookieError",
+    "MissingCookieError",
+    "NemoGymRouter",
+    "nemo_gym_rows",
+    "nemo_gym_tools",
+    "nemo_routes",
+]
+
+logger = logging.getLogger("omnienv.server")
+PREFIX = "/nemo_gym"
+SECRET_ENV = "OMNIENV_NEMO_GYM_SECRET"
+BASE_ROUTES = ("seed_session", "verify", "close_session", "aggregate_metrics", "reverify_mode")
+Endpoint = Callable[[Request], Awaitable[Response]]
+KEEP_COOKIE = "nemo_gym_cookie"
+"""``request.state`` attribute: the cookie value to (re-)send with the reply."""
+
+
+class MissingCookieError(SessionError):
+    """A call that needs a session came without the cookie ``/seed_session`` set."""
+
+    code = "NO_SESSION_COOKIE"
+
+
+class BadCookieError(SessionError):
+    """The session cookie was not signed by this server: forged, tampered with, or from another one."""
+
+    code = "BAD_SESSION_COOKIE"
+
+
+register_code(MissingCookieError)
+register_code(BadCookieError)
+_STATUS = {MissingCookieError: 401, BadCookieError: 403}
+
+
+@dataclass(slots=True)
+class Rollout:
+    """One seeded session's episode, as ``/verify`` needs it."""
+
+    session: Session
+    task: Task | str | None
+    reward: float = 0.0
+    steps: int = 0
+    finished: bool = False
+    failure: Failure | None = None
+
+
+def _json(value: Any, status: int = 200) -> Response:
+    return Response(encode(value), status, media_type="application/json")
+
+
+def _error(exc: OmniEnvError) -> Response:
+    status = _STATUS.get(type(exc)) or status_of(exc)
+    return _json({"detail": exc.message, "code": exc.code}, status)
+
+
+def _guarded(endpoint: Endpoint, router: NemoGymRouter) -> Endpoint:
+    """Errors become ``{"detail", "code"}``; every reply on a live session re-sends its cookie.
+
+    NeMo's agents replace their cookie jar with each reply's cookies (``simple_agent`` keeps
+    ``api_response.cookies``, as NeMo's own servers re-set the cookie on every response), so a
+    reply without the cookie, an error included, would lose the session for the next call.
+    """
+
+    async def run(request: Request) -> Response:
+        try:
+            response = await endpoint(request)
+        except OmniEnvError as exc:
+            response = _error(exc)
+        except Exception as exc:
+            response = _error(unexpected(exc))
+        cookie = getattr(request.state, KEEP_COOKIE, None)
+        if cookie is not None:
+            router.set_cookie(response, cookie)
+        return response
+
+    run.__name__ = run.__qualname__ = endpoint.__name__
+    return run
+
+
+def _block_output(blocks: Sequence[Block], is_error: bool) -> dict[str, Any]:
+    """A tool's reply body: the text under ``output`` (what NeMo agents pass to the model)."""
+    texts = [block.text for block in blocks if isinstance(block, TextBlock)]
+    out: dict[str, Any] = {"output": "\n".join(texts)}
+    images = [
+        {"data": base64.b64encode(block.data).decode("ascii"), "mime_type": block.mime_type}
+        for block in blocks if isinstance(block, ImageBlock)
+    ]
+    if images:
+        out["images"] = images
+    if is_error:
+        out["is_error"] = True
+    return out
+
+
+class NemoGymRouter:
+    """NeMo Gym's resources-server routes over a :class:`SessionManager`; one per app."""
+
+    def __init__(self, manager: SessionManager, secret: str | None = None) -> None:
+        self.manager = manager
+        self.env_class = manager.env_class
+        self.limit = manager.config.max_message_bytes
+        key = secret or os.environ.get(SECRET_ENV) or secrets.token_urlsafe(32)
+        self.signer = URLSafeSerializer(key, salt="omnienv.nemo_gym.session")
+        self.cookie = f"omnienv___{self.env_class.name}"
+        self.rollouts: dict[str, Rollout] = {}
+
+    # -- request helpers ----------------------------------------------------------------------
+
+    async def body(self, request: Request) -> dict[str, Any]:
+        length = request.headers.get("content-length")
+        if length is not None and length.isdigit() and int(length) > self.limit:
+            raise MessageTooLargeError(
+                f"request body of {int(length):,} bytes exceeds the {self.limit:,}-byte limit"
+            )
+        raw = await request.body()
+        if not raw.strip():
+            return {}
+        data = decode(raw, self.limit)
+        if not isinstance(data, dict):
+            raise MessageValidationError(f"the body must be a JSON object, got {type(data).__name__}")
+        return data
+
+    def session_id(self, request: Request) -> str | None:
+        """The session id the cookie carries; None without a cookie."""
+        raw = request.cookies.get(self.cookie)
+        if raw is None:
+            return None
+        try:
+            data = self.signer.loads(raw)
+        except BadSignature:
+            raise BadCookieError(
+                f"the '{self.cookie}' cookie was not signed by this server (forged, altered, or from a "
+                "restarted server): POST /seed_session for a new session"
+            ) from None
+        sid = data.get("session_id") if isinstance(data, dict) else None
+        if not isinstance(sid, str):
+            raise BadCookieError(f"the '{self.cookie}' cookie holds no session id: POST /seed_session")
+        return sid
+
+    def rollout(self, request: Request) -> Rollout:
+        sid = self.session_id(request)
+        if sid is None:
+            raise MissingCookieError(
+                f"no '{self.cookie}' cookie: POST /seed_session with a dataset row first, then send back "
+                "the cookie it sets with every call"
+            )
+        rollout = self.live(sid)
+        if rollout is None:
+            raise SessionNotFoundError(
+                f"session '{sid}' is over: it was closed, or reaped after being idle; POST /seed_session"
+            )
+        setattr(request.state, KEEP_COOKIE, request.cookies[self.cookie])
+        return rollout
+
+    def set_cookie(self, response: Response, value: str) -> None:
+        response.set_cookie(self.cookie, value, httponly=True, samesite="lax")
+
+    def live(self, sid: str) -> Rollout | None:
+        rollout = self.rollouts.get(sid)
+        if rollout is not None and sid not in self.manager.sessions:  # closed behind our back
+            del self.rollouts[sid]
+            return None
+        return rollout
+
+    def forget(self, sid: str) -> None:
+        self.rollouts.pop(sid, None)
+
+    async def run(self, session: Session, request: SessionRequest, call: Awaitable[Any]) -> Any:
+        """Run ``call`` under the session's state machine (one request at a time)."""
+        try:
+            session.machine.begin(request)
+        except BaseException:
+            if hasattr(call, "close"):
+                call.close()  # type: ignore[union-attr]
+            raise
+        ok = False
+        try:
+            result = await call
+            ok = True
+            return result
+        finally:
+            session.machine.end(request, ok)
+            session.last_active = time.monotonic()
+
+    # -- the base routes ----------------------------------------------------------------------
+
+    async def seed_session(self, request: Request) -> Response:
+        """Start a rollout for a dataset row (``task_id``, ``split``, ``seed``; other keys ignored)."""
+        row = await self.body(request)
+        reset = parse_reset(row)
+        try:
+            old = self.session_id(request)
+        except BadCookieError:
+            old = None  # seeding replaces whatever cookie came along
+        if old is not None and (previous := self.live(old)) is not None:
+            self.forget(old)
+            await self.manager.close(previous.session)
+        task = self.manager.task_for(reset)
+        session = await self.manager.open(owned=False)
+        try:
+            await self.run(session, reset, self.manager.reset(session, reset))
+        except BaseException:
+            await self.manager.close(session)
+            raise
+        self.rollouts[session.id] = Rollout(session, task)
+        session.expire = lambda reason, sid=session.id: self.forget(sid)  # type: ignore[misc]
+        setattr(request.state, KEEP_COOKIE, self.signer.dumps({"session_id": session.id}))
+        return _json({})
+
+    async def call_tool(self, request: Request, name: str) -> Response:
+        rollout = self.rollout(request)
+        arguments = await self.body(request)
+        call = ToolCall(name, arguments)
+        session = rollout.session
+        try:
+            result: StepResult = await self.run(session, call, self.manager.step(session, call))
+        except EnvironmentFailure as exc:  # a hung or lost step voids the episode: /verify masks it
+            rollout.failure = session.machine.failure or Failure("env_error", exc.message)
+            raise
+        rollout.steps += 1
+        rollout.reward += result.reward
+        rollout.finished = result.finished
+        rollout.failure = result.failure or rollout.failure
+        reply = _block_output(result.observation.content, result.observation.is_error)
+        if result.finished:
+            reply["done"] = True  # simple_agent's use_done_flag stops the loop on it
+        return _json(reply)
+
+    async def verify(self, request: Request) -> Response:
+        """The episode's reward, echoed with the request (NeMo's ``BaseVerifyResponse``)."""
+        rollout = self.rollout(request)
+        body = await self.body(request)
+        for key in ("responses_create_params", "response"):
+            if not isinstance(body.get(key), dict):
+                raise MessageValidationError(
+                    f"'{key}' must be a JSON object: /verify takes the dataset row plus "
+                    "{\"response\": <the final Responses API object>}"
+                )
+        rollout.session.last_active = time.monotonic()
+        failure = rollout.failure
+        return _json({
+            **body,
+            "reward": 0.0 if failure else rollout.reward,
+            "mask_sample": failure is not None,
+            "failure_kind": f"omnienv:{failure.kind}" if failure else None,
+            "failure_reason": failure.message if failure else None,
+        })
+
+    async def close_session(self, request: Request) -> Response:
+        """Idempotent: closing a session that is already gone (or never was) succeeds."""
+        sid = self.session_id(request)
+        rollout = self.live(sid) if sid is not None else None
+        if rollout is not None and sid is not None:
+            self.forget(sid)
+            await self.manager.close(rollout.session)
+        response = _json({"closed": rollout is not None})
+        response.delete_cookie(self.cookie)
+        return response
+
+    async def aggregate_metrics(self, request: Request) -> Response:
+        body = await self.body(request)
+        responses = body.get("verify_responses")
+        if not isinstance(responses, list) or not all(isinstance(r, dict) for r in responses):
+            raise MessageValidationError("'verify_responses' must be a list of /verify replies")
+        return _json(aggregate(responses))
+
+    async def reverify_mode(self, request: Request) -> Response:
+        return _json("unsupported")  # /verify reads the live session, so a replay cannot be re-verified
+
+    # -- routes -------------------------------------------------------------------------------
+
+    def tool_endpoint(self, name: str) -> Endpoint:
+        async def endpoint(request: Request) -> Response:
+            return await self.call_tool(request, name)
+
+        endpoint.__name__ = f"tool_{name}"
+        return _guarded(endpoint, self)
+
+    def routes(self) -> list[Route]:
+        base = [
+            Route("/seed_session", _guarded(self.seed_session, self), methods=["POST"]),
+            Route("/verify", _guarded(self.verify, self), methods=["POST"]),
+            Route("/close_session", _guarded(self.close_session, self), methods=["POST"]),
+            Route("/aggregate_metrics", _guarded(self.aggregate_metrics, self), methods=["POST"]),
+            Route("/reverify_mode", _guarded(self.reverify_mode, self), methods=["GET"]),
+        ]
+        tools = []
+        for name in self.env_class.tools:
+            if name in BASE_ROUTES:
+                logger.warning("NeMo Gym: tool '%s' has the name of a NeMo Gym route; it is not served", name)
+                continue
+            tools.append(Route(f"/{name}", self.tool_endpoint(name), methods=["POST"]))
+        return base + tools
+
+
+def _taken(routes: Iterable[BaseRoute]) -> set[str]:
+    return {path for route in routes if isinstance(path := getattr(route, "path", None), str)}
+
+
+def nemo_routes(
+    manager: SessionManager, taken: Iterable[BaseRoute] = (), secret: str | None = None
+) -> list[BaseRoute]:
+    """NeMo Gym's routes at the root (those not already ``taken``) and all of them under ``/nemo_gym``."""
+    routes = NemoGymRouter(manager, secret).routes()
+    used = _taken(taken)
+    root: list[BaseRoute] = []
+    for route in routes:
+        if route.path in used:
+            logger.info("NeMo Gym: %s is an omnienv route; serving it as %s%s", route.path, PREFIX, route.path)
+        else:
+            root.append(route)
+    return [*root, Mount(PREFIX, routes=list(routes))]
+
+
+# -- metrics ----------------------------------------------------------------------------------
+
+
+def aggregate(responses: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Mean reward per task and overall, masked samples left out (NeMo's ``AggregateMetrics`` shape)."""
+    groups: dict[Any, list[float]] = {}
+    masked = 0
+    for reply in responses:
+        if reply.get("mask_sample"):
+            masked += 1
+            continue
+        reward = reply.get("reward")
+        if isinstance(reward, bool) or not isinstance(reward, int | float):
+            raise MessageValidationError(f"every /verify reply needs a numeric 'reward', got {reward!r}")
+        key = reply.get("_ng_task_index", reply.get("task_id"))
+        groups.setdefault(key, []).append(float(reward))
+    rewards = [reward for group in groups.values() for reward in group]
+    mean = sum(rewards) / len(rewards) if rewards else 0.0
+    agent = {
+        "mean/reward": mean,
+        "max/reward": max(rewards, default=0.0),
+        "min/reward": min(rewards, default=0.0),
+        "num_rollouts": len(responses),
+        "num_masked": masked,
+    }
+    group_level = [
+        {"task": key, "mean/reward": sum(group) / len(group), "num_rollouts": len(group)}
+        for key, group in groups.items()
+    ]
+    return {"group_level_metrics": group_level, "agent_metrics": agent, "key_metrics": {"mean/reward": mean}}
+
+
+# -- the dataset ------------------------------------------------------------------------------
+
+
+def nemo_gym_tools(env_class: type[EnvironmentBase]) -> list[dict[str, Any]]:
+    """The tools as Responses-API function tools (``responses_create_params.tools``)."""
+    return [
+        {"type": "function", "name": spec.name, "description": spec.description,
+         "parameters": spec.parameters, "strict": False}
+        for spec in env_class.tools.values()
+    ]
+
+
+def _input_content(blocks: Sequence[Block]) -> str | list[dict[str, Any]]:
+    if all(isinstance(block, TextBlock) for block in blocks):
+        return "\n".join(block.text for block in blocks if isinstance(block, TextBlock))
+    parts: list[dict[str, Any]] = []
+    for block in blocks:
+        if isinstance(block, TextBlock):
+            parts.append({"type": "input_text", "text": block.text})
+        else:
+            url = f"data:{block.mime_type};base64,{base64.b64encode(block.data).decode('ascii')}"
+            parts.append({"type": "input_image", "image_url": url, "detail": "auto"})
+    return parts
+
+
+def _prompts(env_class: type[EnvironmentBase], tasks: Sequence[Task]) -> list[Sequence[Block]]:
+    """What ``reset`` shows for each task, from one instance reset once per task."""
+    if issubclass(env_class, Environment):
+        env = env_class()
+        try:
+            return [env.reset(task).content for task in tasks]
+        finally:
+            env.close()
+    if not issubclass(env_class, AsyncEnvironment):
+        raise TypeError(f"expected an environment class, got {env_class!r}")
+    async_env = env_class()
+
+    async def collect() -> list[Sequence[Block]]:
+        try:
+            return [(await async_env.reset(task)).content for task in tasks]
+        finally:
+            await async_env.close()
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(collect())
+    with ThreadPoolExecutor(1) as pool:  # called from async code: the resets get a loop of their own
+        return pool.submit(asyncio.run, collect()).result()
+
+
+def nemo_gym_rows(
+    env_class: type[EnvironmentBase], split: str, limit: int | None = None
+) -> Iterator[dict[str, Any]]:
+    """One NeMo Gym dataset row per task of ``split``: the prompt, the tools and the task id.
+
+    The prompt is what ``reset`` shows for that task. Rows never carry the answer:
+    ``/seed_session`` finds the task again by ``task_id``.
+    """
+    tasks = env_class._split_tasks(split)[:limit]
+    tools = nemo_gym_tools(env_class)
+    for task, prompt in zip(tasks, _prompts(env_class, tasks), strict=True):
+        yield {
+            "responses_create_params": {
+                "input": [{"role": "user", "content": _input_content(prompt)}],
+                "tools": tools,
+            },
+            "env": env_class.name,
+            "task_id": task.id,
+            "split": task.split,
+        }

@@ -1,0 +1,474 @@
+"""ORS (Open Reward Standard, the ``openreward`` SDK's wire protocol): REST + SSE routes on our app.
+
+The routes follow ``openreward.environments.Server``, so the SDK's own client
+(``EnvironmentsAPI(...).get(name, variant=name, base_url=URL)``) drives any omnienv environment:
+
+- discovery: ``GET /list_environments``, ``GET /version``, ``GET /{env}/tools``, ``GET /{env}/splits``,
+  ``POST /{env}/tasks|num_tasks|task|task_range``;
+- a session: ``POST /create_session`` (SSE, mints the id), ``POST /create`` with ``X-Session-ID``
+  (binds a task and resets), ``GET /{env}/prompt``, ``POST /{env}/call`` (SSE: ``task_id`` then
+  ``end`` with ``{"ok", "output": {blocks, metadata, reward, finished}}``), ``POST /ping``,
+  ``POST /delete``.
+
+``/{env}/...`` routes are also served without the ``/{env}`` prefix (what the SDK sends when no
+``variant`` is given), except ``/splits``, which is omnienv's own route: pass ``variant=`` to list
+splits. Each ORS session owns one of the server's sessions, so capacity and the idle reaper apply
+(``/ping`` keeps it alive). Task specs sent to clients are ``Task.to_dict()``: never the answer;
+``/create`` finds the task again by its ``id``.
+"""
+
+from __future__ import annotations
+
+import base64
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from omnienv.core.content import Block, ImageBlock, TextBlock
+from omnienv.core.errors import (
+    ActionError,
+    EnvironmentFailure,
+    EpisodeOverError,
+    InvalidArgumentsError,
+    MessageTooLargeError,
+    MessageValidationError,
+    OmniEnvError,
+    SessionNotFoundError,
+    TaskError,
+    UnknownToolError,
+)
+from omnienv.core.tasks import Task
+from omnienv.core.tools import unknown_tool
+from omnienv.core.types import Observation, StepResult, ToolCall
+from omnienv.protocol.codec import decode, encode
+from omnienv.protocol.messages import Request as SessionRequest
+from omnienv.protocol.messages import Reset
+from omnienv.server.handler import unexpected
+from omnienv.server.http import status_of
+from omnienv.server.sessions import Session, SessionManager
+
+__all__ = ["OrsRouter", "ors_blocks", "ors_routes", "ors_split_type"]
+
+Endpoint = Callable[[Request], Awaitable[Response]]
+ENDED_MEMORY = 4096
+"""How many ended session ids are remembered, to answer 410 Gone (the SDK's "session terminated")."""
+SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+
+
+class _StreamError(Exception):
+    """The environment failed during a call: sent as an SSE ``error`` event."""
+
+
+class SessionGoneError(SessionNotFoundError):
+    """The session existed but was deleted or reaped (HTTP 410, as ORS servers answer)."""
+
+
+@dataclass(slots=True)
+class OrsSession:
+    """What ORS adds to one of our sessions: the prompt, the finished flag, the last call's reply."""
+
+    session: Session
+    task: Task | None
+    prompt: list[dict[str, Any]]
+    finished: bool = False
+    replies: OrderedDict[str, bytes] = field(default_factory=OrderedDict)
+    """Replies of finished calls by ``task_id``: a client re-POSTing after a dropped stream gets
+    the same reply instead of running the tool twice."""
+
+
+def ors_blocks(blocks: Sequence[Block]) -> list[dict[str, Any]]:
+    """Our content blocks in ORS's shape (``mimeType``, base64 ``data``, ``detail``)."""
+    out: list[dict[str, Any]] = []
+    for block in blocks:
+        if isinstance(block, ImageBlock):
+            data = base64.b64encode(block.data).decode("ascii")
+            out.append({"type": "image", "data": data, "mimeType": block.mime_type, "detail": None})
+        elif isinstance(block, TextBlock):
+            out.append({"type": "text", "text": block.text, "detail": None})
+    return out
+
+
+def ors_split_type(split: str) -> str:
+    """ORS knows three split types; any other split name counts as training data."""
+    lowered = split.lower()
+    if lowered in ("test", "eval", "evaluation"):
+        return "test"
+    if lowered in ("validation", "valid", "val", "dev"):
+        return "validation"
+    return "train"
+
+
+def _sse(events: AsyncIterator[dict[str, str]], ping: int | None = None) -> Response:
+    """An SSE stream (sse-starlette, imported on first use to keep server start-up lean)."""
+    from sse_starlette.sse import EventSourceResponse
+
+    return EventSourceResponse(events, ping=ping, headers=SSE_HEADERS)
+
+
+def _json(value: Any, status: int = 200) -> Response:
+    return Response(encode(value), status, media_type="application/json")
+
+
+def _error(exc: OmniEnvError) -> Response:
+    """FastAPI's ``{"detail"}`` (what the SDK reads into its exception) plus our error code."""
+    status = 410 if isinstance(exc, SessionGoneError) else status_of(exc)
+    return _json({"detail": exc.message, "code": exc.code}, status)
+
+
+def _guarded(endpoint: Endpoint) -> Endpoint:
+    async def run(request: Request) -> Response:
+        try:
+            return await endpoint(request)
+        except OmniEnvError as exc:
+            return _error(exc)
+        except Exception as exc:
+            return _error(unexpected(exc))
+
+    run.__name__ = run.__qualname__ = endpoint.__name__
+    return run
+
+
+class OrsRouter:
+    """ORS sessions on top of a :class:`SessionManager`; one instance per app."""
+
+    def __init__(self, manager: SessionManager) -> None:
+        self.manager = manager
+        self.env_class = manager.env_class
+        self.name = self.env_class.name
+        self.sessions: dict[str, OrsSession] = {}
+        self.ended: OrderedDict[str, None] = OrderedDict()
+        self.limit = manager.config.max_message_bytes
+        self.listings: dict[str, bytes] = {}
+        tools = [
+            {"name": spec.name, "description": spec.description, "input_schema": spec.parameters}
+            for spec in self.env_class.tools.values()
+        ]
+        self.tools_body = encode({
+            "tools": tools, "terminal_tool": None, "supports_score_group": False,
+            "message_block_types": None,
+        })
+
+    # -- request helpers ----------------------------------------------------------------------
+
+    async def body(self, request: Request) -> dict[str, Any]:
+        length = request.headers.get("content-length")
+        if length is not None and length.isdigit() and int(length) > self.limit:
+            raise MessageTooLargeError(
+                f"request body of {int(length):,} bytes exceeds the {self.limit:,}-byte limit"
+            )
+        raw = await request.body()
+        if not raw.strip():
+            return {}
+        data = decode(raw, self.limit)
+        if not isinstance(data, dict):
+            raise MessageValidationError(f"the body must be a JSON object, got {type(data).__name__}")
+        return data
+
+    @staticmethod
+    def sid_of(request: Request) -> str:
+        sid = (request.headers.get("x-session-id") or "").strip()
+        if not sid:
+            raise MessageValidationError(
+                "X-Session-ID header is required: get an id from POST /create_session, then POST /create"
+            )
+        return sid
+
+    def lookup(self, request: Request) -> OrsSession:
+        sid = self.sid_of(request)
+        ors = self.sessions.get(sid)
+        if ors is not None and ors.session.id not in self.manager.sessions:  # closed behind our back
+            self.forget(sid)
+            ors = None
+        if ors is None:
+            if sid in self.ended:
+                raise SessionGoneError(f"session '{sid}' was deleted or reaped after being idle; open a new one")
+            raise SessionNotFoundError(
+                f"no ORS session '{sid}': POST /create_session for an id, then POST /create with a task"
+            )
+        ors.session.last_active = time.monotonic()
+        return ors
+
+    def forget(self, sid: str) -> OrsSession | None:
+        ors = self.sessions.pop(sid, None)
+        if ors is not None:
+            self.ended[sid] = None
+            while len(self.ended) > ENDED_MEMORY:
+                self.ended.popitem(last=False)
+        return ors
+
+    def tasks(self, split: Any) -> Sequence[Task]:
+        if not isinstance(split, str) or split not in self.env_class.splits:
+            known = ", ".join(self.env_class.splits) or "none"
+            raise TaskError(f"{self.name} has no split {split!r}; its splits: {known}")
+        return self.env_class._split_tasks(split)
+
+    def task_at(self, split: Any, index: Any) -> Task:
+        tasks = self.tasks(split)
+        if isinstance(index, bool) or not isinstance(index, int):
+            raise MessageValidationError(f"'index' must be an integer, got {index!r}")
+        if not -len(tasks) <= index < len(tasks):
+            raise TaskError(f"index {index} is out of range: split '{split}' has {len(tasks)} tasks")
+        return tasks[index]
+
+    def check_env_name(self, body: dict[str, Any]) -> None:
+        name = body.get("env_name")
+        if name is not None and name != self.name:
+            raise TaskError(f"this server serves environment '{self.name}', not {name!r}")
+
+    async def run(self, session: Session, request: SessionRequest, call: Awaitable[Any]) -> Any:
+        """Run ``call`` under the session's state machine (one request at a time)."""
+        machine = session.machine
+        try:
+            machine.begin(request)
+        except BaseException:
+            if hasattr(call, "close"):
+                call.close()  # type: ignore[union-attr]
+            raise
+        ok = False
+        try:
+            result = await call
+            ok = True
+            return result
+        finally:
+            machine.end(request, ok)
+            session.last_active = time.monotonic()
+
+    # -- discovery ----------------------------------------------------------------------------
+
+    async def list_environments(self, request: Request) -> Response:
+        return _json([self.name])
+
+    async def version(self, request: Request) -> Response:
+        from omnienv import __version__
+
+        return _json({"version": __version__, "build_sha": None})
+
+    async def tools(self, request: Request) -> Response:
+        return Response(self.tools_body, media_type="application/json")
+
+    async def splits(self, request: Request) -> Response:
+        return _json([{"name": split, "type": ors_split_type(split)} for split in self.env_class.splits])
+
+    async def list_tasks(self, request: Request) -> Response:
+        body = await self.body(request)
+        split = body.get("split")
+        listing = self.listings.get(split) if isinstance(split, str) else None
+        if listing is None:  # tasks never change: encode each split's listing once
+            tasks = self.tasks(split)
+            listing = self.listings[split] = encode({"tasks": [task.to_dict() for task in tasks],
+                                                     "env_name": self.name})
+        return Response(listing, media_type="application/json")
+
+    async def num_tasks(self, request: Request) -> Response:
+        body = await self.body(request)
+        return _json({"num_tasks": len(self.tasks(body.get("split")))})
+
+    async def get_task(self, request: Request) -> Response:
+        body = await self.body(request)
+        task = self.task_at(body.get("split"), body.get("index"))
+        return _json({"task": task.to_dict(), "env_name": self.name})
+
+    async def task_range(self, request: Request) -> Response:
+        body = await self.body(request)
+        tasks = self.tasks(body.get("split"))
+        start, stop = body.get("start"), body.get("stop")
+        for key, value in (("start", start), ("stop", stop)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                raise MessageValidationError(f"'{key}' must be an integer or null, got {value!r}")
+        chosen = tasks[slice(start, stop)]
+        return _json({"tasks": [task.to_dict() for task in chosen], "env_name": self.name})
+
+    # -- sessions -----------------------------------------------------------------------------
+
+    async def create_session(self, request: Request) -> Response:
+        """Mint an id only: the environment is made by ``/create``, when the task is known."""
+        sid = str(uuid.uuid4())
+
+        async def events() -> AsyncIterator[dict[str, str]]:
+            yield {"event": "task_id", "data": sid}
+            yield {"event": "end", "data": ""}
+
+        return _sse(events())
+
+    def resolve_task(self, body: dict[str, Any]) -> Task | None:
+        spec = body.get("task_spec")
+        if spec is not None:
+            if not isinstance(spec, dict) or not isinstance(spec.get("id"), str):
+                raise MessageValidationError(
+                    "'task_spec' must be a task as listed by POST /{env}/tasks (an object with its 'id')"
+                )
+            split = spec.get("split")
+            if not isinstance(split, str):
+                split = spec["id"].split("/", 1)[0]
+            self.tasks(split)
+            return self.env_class.get_task(split, spec["id"])
+        if "split" in body or "index" in body:
+            return self.task_at(body.get("split"), body.get("index"))
+        if self.env_class.splits:
+            raise MessageValidationError("send {\"task_spec\": {...}} or {\"split\": ..., \"index\": ...}")
+        return None  # an environment without tasks
+
+    async def create(self, request: Request) -> Response:
+        sid = self.sid_of(request)
+        body = await self.body(request)
+        self.check_env_name(body)
+        if sid in self.sessions:
+            raise MessageValidationError(f"session '{sid}' already exists: mint a new id with /create_session")
+        task = self.resolve_task(body)
+        session = await self.manager.open(owned=False)
+        try:
+            reset = Reset(None, task.id if task else None, task.split if task else None)
+            observation: Observation = await self.run(session, reset, self.manager.reset(session, reset))
+        except BaseException:
+            await self.manager.close(session)
+            raise
+        self.sessions[sid] = OrsSession(session, task, ors_blocks(observation.content))
+        session.expire = lambda reason, sid=sid: self.forget(sid)  # type: ignore[misc]
+        return _json({"sid": sid})
+
+    async def prompt(self, request: Request) -> Response:
+        return _json(self.lookup(request).prompt)
+
+    async def messages(self, request: Request) -> Response:
+        return _json([{"role": "user", "blocks": self.lookup(request).prompt, "detail": None}])
+
+    async def task_tools(self, request: Request) -> Response:
+        self.lookup(request)
+        return Response(self.tools_body, media_type="application/json")
+
+    async def ping(self, request: Request) -> Response:
+        self.lookup(request)
+        return _json({"status": "ok"})
+
+    async def delete(self, request: Request) -> Response:
+        sid = self.sid_of(request)
+        ors = self.forget(sid)
+        if ors is not None:
+            await self.manager.close(ors.session)
+        return _json({"sid": sid})
+
+    # -- tool calls ---------------------------------------------------------------------------
+
+    async def call(self, request: Request) -> Response:
+        ors = self.lookup(request)
+        body = await self.body(request)
+        name, arguments = body.get("name"), body.get("input", {})
+        task_id = body.get("task_id") if isinstance(body.get("task_id"), str) else None
+        if task_id is not None and task_id in ors.replies:
+            replay = ors.replies[task_id]
+
+            async def replayed() -> AsyncIterator[dict[str, str]]:
+                yield {"event": "task_id", "data": task_id}
+                yield {"event": "end", "data": replay.decode()}
+
+            return _sse(replayed())
+        if not isinstance(name, str) or not name:
+            raise MessageValidationError(
+                "'name' must be the name of a tool, e.g. {\"name\": \"guess\", \"input\": {...}}"
+            )
+        if arguments is None:
+            arguments = {}
+        call_id = task_id or str(uuid.uuid4())
+
+        async def events() -> AsyncIterator[dict[str, str]]:
+            yield {"event": "task_id", "data": call_id}
+            try:
+                reply = await self.call_reply(ors, name, arguments)
+            except _StreamError as exc:
+                yield {"event": "error", "data": str(exc)}
+                return
+            ors.replies[call_id] = reply
+            while len(ors.replies) > 4:
+                ors.replies.popitem(last=False)
+            yield {"event": "end", "data": reply.decode()}
+
+        return _sse(events(), ping=10)
+
+    async def call_reply(self, ors: OrsSession, name: str, arguments: Any) -> bytes:
+        """The ``end`` event's JSON: a tool output, or ``ok: false`` with ORS's reason."""
+        if ors.finished:
+            return _refusal(f"'{name}' was not run: the episode has finished; open a new session",
+                            "episode_finished")
+        spec = self.env_class.tools.get(name)
+        if spec is None:
+            return _refusal(unknown_tool(name, self.env_class.tools).message, "not_found")
+        if not isinstance(arguments, dict):
+            return _refusal(f"'input' of tool '{name}' must be a JSON object, got {type(arguments).__name__}",
+                            "bad_input_shape")
+        try:
+            spec.validate(arguments)
+        except InvalidArgumentsError as exc:
+            return _refusal(exc.message, "input_validation")
+        call = ToolCall(name, arguments)
+        try:
+            result: StepResult = await self.run(ors.session, call, self.manager.step(ors.session, call))
+        except EpisodeOverError as exc:
+            ors.finished = True
+            return _refusal(exc.message, "episode_finished")
+        except (UnknownToolError, ActionError) as exc:
+            return _refusal(exc.message, "input_validation")
+        except EnvironmentFailure as exc:  # the SDK reads an `error` event as "the session is dead"
+            raise _StreamError(exc.message) from exc
+        except OmniEnvError as exc:
+            return _refusal(exc.message, "error", exc.code)
+        except Exception as exc:
+            raise _StreamError(unexpected(exc).message) from exc
+        ors.finished = result.finished
+        metadata: dict[str, Any] = {"done": result.done, "truncated": result.truncated,
+                                    "is_error": result.observation.is_error}
+        if result.info:
+            metadata["info"] = result.info
+        if result.failure is not None:
+            metadata["failure"] = result.failure.to_dict()
+        return encode({"ok": True, "output": {
+            "blocks": ors_blocks(result.observation.content), "metadata": metadata,
+            "reward": result.reward, "finished": result.finished,
+        }})
+
+    # -- routes -------------------------------------------------------------------------------
+
+    def routes(self) -> list[Route]:
+        per_env: list[tuple[str, Endpoint, str]] = [
+            ("/tools", self.tools, "GET"),
+            ("/splits", self.splits, "GET"),
+            ("/tasks", self.list_tasks, "POST"),
+            ("/num_tasks", self.num_tasks, "POST"),
+            ("/task", self.get_task, "POST"),
+            ("/task_range", self.task_range, "POST"),
+            ("/prompt", self.prompt, "GET"),
+            ("/messages", self.messages, "GET"),
+            ("/task_tools", self.task_tools, "GET"),
+            ("/call", self.call, "POST"),
+        ]
+        routes = [
+            Route("/list_environments", _guarded(self.list_environments), methods=["GET"]),
+            Route("/version", _guarded(self.version), methods=["GET"]),
+            Route("/create_session", _guarded(self.create_session), methods=["POST"]),
+            Route("/create", _guarded(self.create), methods=["POST"]),
+            Route("/ping", _guarded(self.ping), methods=["POST"]),
+            Route("/delete", _guarded(self.delete), methods=["POST"]),
+            Route("/delete_session", _guarded(self.delete), methods=["POST"]),
+        ]
+        routes += [Route(f"/{self.name}{path}", _guarded(fn), methods=[method]) for path, fn, method in per_env]
+        # Bare paths: what the SDK sends without a variant. /splits stays omnienv's own route.
+        routes += [Route(path, _guarded(fn), methods=[method]) for path, fn, method in per_env if path != "/splits"]
+        return routes
+
+
+def _refusal(message: str, reason: str, code: str | None = None) -> bytes:
+    body: dict[str, Any] = {"ok": False, "error": message, "reason": reason}
+    if code is not None:
+        body["code"] = code
+    return encode(body)
+
+
+def ors_routes(manager: SessionManager) -> list[Route]:
+    """The ORS routes for ``manager``'s environment, to add to the app's route list."""
+    return OrsRouter(manager).routes()

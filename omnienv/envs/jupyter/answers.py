@@ -1,0 +1,51 @@
+"""Checking a submitted answer by its value, never by substring.
+
+The reference environment counted an answer right when the expected text occurred anywhere in the
+output, so printing every integer from 0 to 10**6 solved every counting task. Here the whole
+answer is parsed: numbers compare as numbers (within the task's tolerance, with thousands
+separators and a trailing ``.0`` allowed), text compares after trimming, lower-casing and
+collapsing whitespace.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+__all__ = ["answers_match", "normalise_text", "parse_number"]
+
+_NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
+_WRAPPERS = "\"'`*"
+
+
+def normalise_text(text: str) -> str:
+    """Trim quotes, code marks and a final full stop; lower-case; collapse whitespace."""
+    text = " ".join(str(text).split())
+    while True:
+        trimmed = text.strip(_WRAPPERS).strip()
+        if trimmed.endswith(".") and not _NUMBER.fullmatch(trimmed):
+            trimmed = trimmed[:-1].rstrip()
+        if trimmed == text:
+            return text.casefold()
+        text = trimmed
+
+
+def parse_number(text: str) -> float | None:
+    """The number ``text`` is, as a whole (``"1,234.5"`` yes, ``"about 12"`` no), or None."""
+    cleaned = normalise_text(text).replace(",", "").replace("_", "")
+    if not _NUMBER.fullmatch(cleaned):
+        return None
+    value = float(cleaned)
+    return value if math.isfinite(value) else None
+
+
+def answers_match(given: str, expected: int | float | str, tolerance: float = 0.0) -> bool:
+    """Whether ``given`` is ``expected``: numbers within ``tolerance``, text after normalising."""
+    if isinstance(expected, bool) or not isinstance(expected, int | float):
+        return normalise_text(given) == normalise_text(str(expected))
+    value = parse_number(given)
+    if value is None:
+        return False
+    if isinstance(expected, int) and tolerance == 0:
+        return value == expected
+    return abs(value - expected) <= tolerance + 1e-12 * max(1.0, abs(expected))

@@ -1,0 +1,142 @@
+"""The bubblewrap (``bwrap``) command line for running one untrusted program.
+
+The sandbox sees a read-only system (``/usr``, the Python installation, a few files of
+``/etc``), a private ``/tmp`` in memory, one writable work directory, no network (its own empty
+network namespace) and none of the host's environment variables. Resource limits are applied by
+``prlimit`` *inside* the sandbox's own user namespace, so the process-count limit counts only
+that sandbox's processes and one session's fork bomb cannot starve another's.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from omnienv.core import EnvironmentFailure
+
+__all__ = [
+    "HOME",
+    "Limits",
+    "SandboxUnavailableError",
+    "bwrap_command",
+    "bwrap_path",
+    "python_paths",
+]
+
+HOME = "/home/user"
+"""The work directory as the sandboxed program sees it (also its ``$HOME`` and cwd)."""
+
+_ETC = (
+    "alternatives", "fonts", "hosts", "ld.so.cache", "ld.so.conf", "ld.so.conf.d",
+    "localtime", "mime.types", "nsswitch.conf", "ssl",
+)
+_TOP_LEVEL = ("bin", "lib", "lib32", "lib64", "libx32", "sbin")
+
+
+class SandboxUnavailableError(EnvironmentFailure):
+    """The machine cannot run the sandbox (bubblewrap missing or refused)."""
+
+    code = "SANDBOX_UNAVAILABLE"
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Per-sandbox resource limits.
+
+    ``memory_bytes`` caps the address space (RLIMIT_AS), so a runaway allocation fails inside the
+    program (Python raises MemoryError) instead of drawing the host's OOM killer.
+    ``processes`` counts threads too (RLIMIT_NPROC), and a kernel runs about ten of its own.
+    """
+
+    memory_bytes: int = 2 * 1024**3
+    cpu_seconds: int = 900
+    processes: int = 96
+    open_files: int = 1024
+    file_bytes: int = 512 * 1024**2
+    tmp_bytes: int = 128 * 1024**2
+
+    def prlimit_args(self) -> list[str]:
+        return [
+            "prlimit",
+            f"--as={self.memory_bytes}",
+            f"--cpu={self.cpu_seconds}",
+            f"--nproc={self.processes}",
+            f"--nofile={self.open_files}",
+            f"--fsize={self.file_bytes}",
+            "--core=0",
+            "--",
+        ]
+
+
+def bwrap_path() -> str:
+    """The ``bwrap`` executable, or a typed error that names the fix."""
+    found = shutil.which("bwrap")
+    if found is None:
+        raise SandboxUnavailableError(
+            "bubblewrap is not installed: run 'make system-deps' or 'apt-get install bubblewrap'"
+        )
+    return found
+
+
+def python_paths() -> list[str]:
+    """Directories the sandboxed interpreter needs: its installation and the virtualenv."""
+    paths = {sys.prefix, sys.base_prefix, str(Path(sys.executable).resolve().parent.parent)}
+    return sorted(p for p in paths if p and not p.startswith("/usr/") and os.path.isdir(p))
+
+
+def bwrap_command(
+    argv: Sequence[str],
+    *,
+    work_dir: str,
+    shared_dirs: Sequence[str] = (),
+    read_only: Sequence[str] = (),
+    files: Sequence[tuple[str, str]] = (),
+    env: Mapping[str, str] | None = None,
+    limits: Limits | None = None,
+    hostname: str = "sandbox",
+) -> list[str]:
+    """The full command line that runs ``argv`` in a fresh sandbox.
+
+    ``work_dir`` (a host directory) is mounted writable at :data:`HOME`. Each of ``shared_dirs``
+    is mounted writable at its own host path, so that Unix sockets made inside are reachable from
+    the host under the same name. ``read_only`` paths are mounted at their own path.
+    """
+    limits = limits or Limits()
+    cmd = [
+        bwrap_path(),
+        "--unshare-all",  # network, pid, ipc, uts, cgroup and user namespaces
+        "--unshare-user", "--uid", "1000", "--gid", "1000",
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop", "ALL",
+        "--hostname", hostname,
+        "--clearenv",
+        "--ro-bind", "/usr", "/usr",
+    ]
+    for name in _TOP_LEVEL:
+        host = Path("/") / name
+        if host.is_symlink():
+            cmd += ["--symlink", os.readlink(host), str(host)]
+        elif host.is_dir():
+            cmd += ["--ro-bind", str(host), str(host)]
+    for name in _ETC:
+        if os.path.exists(f"/etc/{name}"):
+            cmd += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
+    # The private /tmp comes before the binds: a virtualenv or socket directory that lives under
+    # the host's /tmp (a CI checkout, say) is then mounted on top of it instead of hidden by it.
+    cmd += ["--proc", "/proc", "--dev", "/dev", "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp"]
+    for path in [*python_paths(), *read_only]:
+        cmd += ["--ro-bind", path, path]
+    for host_path, inside in files:
+        cmd += ["--ro-bind", host_path, inside]
+    cmd += ["--bind", work_dir, HOME]
+    for path in shared_dirs:
+        cmd += ["--bind", path, path]
+    cmd += ["--remount-ro", "/", "--chdir", HOME]  # the root holds only mount points: make it read-only
+    for key, value in (env or {}).items():
+        cmd += ["--setenv", key, value]
+    return [*cmd, "--", *limits.prlimit_args(), *argv]

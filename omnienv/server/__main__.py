@@ -1,0 +1,47 @@
+"""``python -m omnienv.server ENV [--host H] [--port P] ...``: the lean way to start a server.
+
+The same options as ``omnienv serve``, without loading the rest of the command line's stack, so
+a server is healthy as soon as possible (process start-up counts when sessions are scaled out).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import sys
+
+from omnienv.core.registry import load_environment
+from omnienv.server.app import create_app
+from omnienv.server.config import ServerConfig
+from omnienv.server.run import serve
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m omnienv.server", description=__doc__.split("\n")[0])
+    parser.add_argument("env", help="environment name or 'package.module:Class'")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--max-sessions", type=int, default=16_384)
+    parser.add_argument("--idle-timeout", type=float, default=600.0, help="seconds; 0 disables")
+    parser.add_argument("--step-timeout", type=float, default=300.0, help="seconds; 0 disables")
+    parser.add_argument("--log-level", default="warning")
+    parser.add_argument("--agent-only", action="store_true",
+                        help="tools over MCP only; episodes start at POST /operator/sessions (token printed)")
+    parser.add_argument("--operator-token", default=os.environ.get("OMNIENV_OPERATOR_TOKEN"))
+    args = parser.parse_args(argv)
+    token = (args.operator_token or secrets.token_urlsafe(24)) if args.agent_only else None
+    config = ServerConfig(
+        max_sessions=args.max_sessions,
+        idle_timeout=args.idle_timeout or None,
+        step_timeout=args.step_timeout or None,
+        agent_only=args.agent_only,
+        operator_token=token,
+    )
+    if token is not None:
+        print(f"agent-only: operator token {token}", file=sys.stderr, flush=True)
+    serve(create_app(load_environment(args.env), config), args.host, args.port, log_level=args.log_level)
+
+
+if __name__ == "__main__":
+    main()

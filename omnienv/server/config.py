@@ -1,0 +1,53 @@
+"""Server limits, in one typed place, with defaults meant for training at scale."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from omnienv.protocol.codec import DEFAULT_MAX_MESSAGE_BYTES
+
+__all__ = ["ServerConfig"]
+
+
+@dataclass(frozen=True, slots=True)
+class ServerConfig:
+    """How many sessions, for how long, and how patient the server is with environments.
+
+    ``idle_timeout`` reaps sessions nobody has used for that long (a crashed trainer's sessions
+    free themselves); ``step_timeout`` turns a hung step into a ``STEP_TIMEOUT`` error and a
+    failed episode. ``None`` disables either. WebSocket pings find half-open connections.
+    """
+
+    max_sessions: int = 16_384
+    idle_timeout: float | None = 600.0
+    step_timeout: float | None = 300.0
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    workers: int = 0
+    """Threads for blocking environments, shared by all sessions; 0 picks min(32, cores + 4)."""
+    ws_ping_interval: float | None = 20.0
+    ws_ping_timeout: float | None = 20.0
+    ws_compression: bool = False
+    """permessage-deflate. Off: on loopback and LANs it costs more CPU per step than it saves
+    (clients such as OpenEnv's ask for it by default; uvicorn would grant it)."""
+    ui: bool = True
+    """Serve the browser pages under ``/ui`` (static files; they cost nothing until opened)."""
+    agent_only: bool = False
+    """Agents get tools over MCP and nothing else: reset, step and state are refused on every
+    route (``AGENT_ONLY``); the operator starts episodes under ``/operator`` with a token."""
+    operator_token: str | None = None
+    """Bearer token of the ``/operator`` routes in agent-only mode; ``create_app`` makes one if unset."""
+
+    def __post_init__(self) -> None:
+        if self.max_sessions < 1:
+            raise ValueError("max_sessions must be >= 1")
+        for name in ("idle_timeout", "step_timeout"):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise ValueError(f"{name} must be > 0 seconds, or None to disable it")
+        if self.max_message_bytes < 1024:
+            raise ValueError("max_message_bytes must be >= 1024")
+
+    @property
+    def thread_count(self) -> int:
+        return self.workers or min(32, (os.cpu_count() or 1) + 4)

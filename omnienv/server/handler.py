@@ -1,0 +1,118 @@
+"""One request in, one reply out: the transport-independent core of every session route.
+
+WebSocket frames and HTTP session routes both come here, so a rule (busy sessions, deadlines,
+error codes) is implemented once. Replies are ``(type, data)`` pairs in the protocol's shapes.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from omnienv.core.errors import AgentOnlyError, EnvironmentFailure, OmniEnvError, UnknownMessageError
+from omnienv.core.types import ToolCall
+from omnienv.protocol.codec import decode, encode
+from omnienv.protocol.codes import error_data
+from omnienv.protocol.messages import (
+    Close,
+    GetState,
+    ListTools,
+    Mcp,
+    Request,
+    Reset,
+    parse_request,
+    reset_reply,
+    state_reply,
+    step_reply,
+    tools_reply,
+)
+from omnienv.server.sessions import Session, SessionManager
+
+__all__ = ["Handler", "error_frame"]
+
+logger = logging.getLogger("omnienv.server")
+Reply = tuple[str, dict[str, Any]]
+
+
+def error_frame(exc: OmniEnvError) -> bytes:
+    return encode({"type": "error", "data": error_data(exc)})
+
+
+def unexpected(exc: Exception) -> EnvironmentFailure:
+    logger.error("unexpected error while serving a request", exc_info=exc)
+    return EnvironmentFailure(f"the server failed on this request: {type(exc).__name__}: {exc}")
+
+
+class Handler:
+    """Runs requests on sessions; holds the frames that never change (the tool list)."""
+
+    def __init__(self, manager: SessionManager) -> None:
+        self.manager = manager
+        env_class = manager.env_class
+        self.tools_data = tools_reply(env_class.name, env_class.tools.values())
+        self.tools_frame = encode({"type": "observation", "data": self.tools_data})
+        self.limit = manager.config.max_message_bytes
+        self.inline = manager.inline
+        self.mcp: Any = None
+        """The JSON-RPC router answering ``{"type": "mcp"}`` frames (set by the app)."""
+        self.agent_only = manager.config.agent_only
+
+    def refuse_agents(self, what: str = "reset, step and state") -> None:
+        """Raise :class:`AgentOnlyError` on an agent-only server (infrastructure-only requests)."""
+        if self.agent_only:
+            raise AgentOnlyError(
+                f"this server is agent-only: {what} are refused here; agents call tools over MCP (/mcp) "
+                "and the operator starts episodes with POST /operator/sessions"
+            )
+
+    async def frame(self, session: Session, raw: str | bytes) -> bytes | None:
+        """The reply frame for one WebSocket frame; None means the client asked to close."""
+        try:
+            request = parse_request(decode(raw, self.limit))
+            if type(request) is Close:
+                return None
+            if type(request) is ListTools:
+                session.last_active = time.monotonic()
+                return self.tools_frame
+            if type(request) is Mcp:
+                if self.mcp is None:
+                    raise UnknownMessageError("this server does not answer 'mcp' messages")
+                return encode({"type": "mcp", "data": await self.mcp.handle(request.payload, session)})
+            kind, data = await self.run(session, request)
+        except OmniEnvError as exc:
+            return error_frame(exc)
+        except Exception as exc:
+            return error_frame(unexpected(exc))
+        return encode({"type": kind, "data": data})
+
+    async def run(self, session: Session, request: Request, *, trusted: bool = False) -> Reply:
+        """Run one request on ``session``; raises :class:`OmniEnvError` for an error reply.
+
+        ``trusted`` callers (the MCP bridge's tool calls, the operator) pass agent-only mode.
+        """
+        if type(request) is ListTools:
+            return "observation", self.tools_data
+        if self.agent_only and not trusted:
+            self.refuse_agents()
+        machine = session.machine
+        machine.begin(request)
+        ok = False
+        try:
+            if type(request) is ToolCall:
+                if self.inline:  # a fast sync env: call it directly, no coroutine layers
+                    result = session.env.env.step(request)  # type: ignore[attr-defined]
+                else:
+                    result = await self.manager.step(session, request)
+                reply: Reply = "observation", step_reply(request.name, result)
+            elif type(request) is Reset:
+                reply = "observation", reset_reply(await self.manager.reset(session, request))
+            elif type(request) is GetState:
+                reply = "state", state_reply(await self.manager.state(session), machine.failure)
+            else:
+                raise TypeError(f"cannot run {request!r} here")
+            ok = True
+            return reply
+        finally:
+            machine.end(request, ok)
+            session.last_active = time.monotonic()

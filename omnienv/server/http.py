@@ -1,0 +1,210 @@
+"""HTTP routes: health and metadata, tasks, our stateful sessions, and OpenEnv's stateless trio.
+
+Session routes speak the WebSocket protocol's frames (``{"type", "data"}``) so one decoder reads
+both transports; errors carry the same codes, with a matching HTTP status.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from starlette.requests import Request as HTTPRequest
+from starlette.responses import Response
+from starlette.routing import Route
+
+from omnienv.core.errors import (
+    AgentOnlyError,
+    CapacityError,
+    EnvironmentFailure,
+    MessageTooLargeError,
+    MessageValidationError,
+    OmniEnvError,
+    ProtocolError,
+    SessionError,
+    SessionNotFoundError,
+    StepTimeoutError,
+    TaskError,
+    UsageError,
+)
+from omnienv.core.types import ToolCall
+from omnienv.protocol.codec import decode, encode
+from omnienv.protocol.codes import error_data
+from omnienv.protocol.messages import GetState, parse_action, parse_reset, reset_reply, step_reply
+from omnienv.server.handler import Handler, unexpected
+from omnienv.server.schemas import openapi, schema
+from omnienv.server.sessions import SessionManager
+
+__all__ = ["http_routes", "status_of"]
+
+_STATE = GetState()
+
+Endpoint = Callable[[HTTPRequest], Awaitable[Response]]
+_STATUS: tuple[tuple[type[OmniEnvError], int], ...] = (
+    (AgentOnlyError, 403),
+    (CapacityError, 503),
+    (SessionNotFoundError, 404),
+    (SessionError, 409),
+    (MessageTooLargeError, 413),
+    (MessageValidationError, 422),
+    (ProtocolError, 400),
+    (TaskError, 404),
+    (UsageError, 409),
+    (StepTimeoutError, 504),
+    (EnvironmentFailure, 500),
+)
+
+
+def status_of(exc: OmniEnvError) -> int:
+    for cls, status in _STATUS:
+        if isinstance(exc, cls):
+            return status
+    return 400
+
+
+def _json(value: Any, status: int = 200) -> Response:
+    return Response(encode(value), status, media_type="application/json")
+
+
+def _guarded(endpoint: Endpoint) -> Endpoint:
+    """Every failure becomes an error frame with its code; nothing escapes as a bare 500."""
+
+    @functools.wraps(endpoint)
+    async def run(request: HTTPRequest) -> Response:
+        try:
+            return await endpoint(request)
+        except OmniEnvError as exc:
+            return _json({"type": "error", "data": error_data(exc)}, status_of(exc))
+        except Exception as exc:
+            failure = unexpected(exc)
+            return _json({"type": "error", "data": error_data(failure)}, 500)
+
+    return run
+
+
+async def _body(request: HTTPRequest, limit: int) -> dict[str, Any]:
+    length = request.headers.get("content-length")
+    if length is not None and length.isdigit() and int(length) > limit:
+        raise MessageTooLargeError(f"request body of {int(length):,} bytes exceeds the {limit:,}-byte limit")
+    raw = await request.body()
+    return decode(raw, limit) if raw.strip() else {}
+
+
+def http_routes(manager: SessionManager, handler: Handler) -> list[Route]:
+    env_class = manager.env_class
+    limit = manager.config.max_message_bytes
+    metadata = encode({
+        "name": env_class.name, "description": env_class.description, "readme_content": None,
+        "version": "1.0.0", "author": None, "documentation_url": None,
+    })
+    schemas = encode(schema(env_class))
+    spec = encode(openapi(env_class))
+    healthy = encode({"status": "healthy"})
+
+    def constant(body: bytes) -> Endpoint:
+        async def endpoint(request: HTTPRequest) -> Response:
+            return Response(body, media_type="application/json")
+
+        return endpoint
+
+    async def splits(request: HTTPRequest) -> Response:
+        return _json({"env": env_class.name, "splits": list(env_class.splits)})
+
+    async def tasks(request: HTTPRequest) -> Response:
+        split = request.path_params["split"]
+        if split not in env_class.splits:
+            known = ", ".join(env_class.splits) or "none"
+            raise TaskError(f"{env_class.name} has no split '{split}'; its splits: {known}")
+        try:
+            offset = int(request.query_params.get("offset", 0))
+            count = int(request.query_params.get("limit", 1000))
+        except ValueError:
+            raise MessageValidationError("'offset' and 'limit' must be integers") from None
+        listed = env_class.tasks(split)
+        page = listed[max(offset, 0): max(offset, 0) + max(count, 0)]
+        return _json({"split": split, "total": len(listed), "offset": offset,
+                      "tasks": [task.to_dict() for task in page]})
+
+    # -- our stateful sessions ----------------------------------------------------------------
+
+    async def open_session(request: HTTPRequest) -> Response:
+        session = await manager.open(owned=False)
+        return _json({"session_id": session.id}, 201)
+
+    async def close_session(request: HTTPRequest) -> Response:
+        session = manager.get(request.path_params["session_id"])
+        await manager.close(session)
+        return _json({"session_id": session.id, "closed": True})
+
+    async def session_reset(request: HTTPRequest) -> Response:
+        session = manager.get(request.path_params["session_id"])
+        kind, data = await handler.run(session, parse_reset(await _body(request, limit)))
+        return _json({"type": kind, "data": data})
+
+    async def session_step(request: HTTPRequest) -> Response:
+        session = manager.get(request.path_params["session_id"])
+        body = await _body(request, limit)
+        action = body.get("action") if isinstance(body.get("action"), dict) else body
+        kind, data = await handler.run(session, parse_action(action))
+        return _json({"type": kind, "data": data})
+
+    async def session_state(request: HTTPRequest) -> Response:
+        session = manager.get(request.path_params["session_id"])
+        kind, data = await handler.run(session, _STATE)
+        return _json({"type": kind, "data": data})
+
+    # -- OpenEnv's stateless routes: a fresh environment per call -----------------------------
+
+    async def stateless_reset(request: HTTPRequest) -> Response:
+        handler.refuse_agents()
+        reset = parse_reset(await _body(request, limit))
+        env = await manager.new_env()
+        try:
+            observation = await env.reset(manager.task_for(reset), reset.seed)
+        finally:
+            await env.close()
+        return _json({**reset_reply(observation), "metadata": None})
+
+    async def stateless_step(request: HTTPRequest) -> Response:
+        handler.refuse_agents()
+        body = await _body(request, limit)
+        action = body.get("action")
+        if not isinstance(action, dict):
+            raise MessageValidationError("the body must be {\"action\": {\"type\": \"call_tool\", ...}}")
+        parsed = parse_action(action)
+        if not isinstance(parsed, ToolCall):
+            return _json({**handler.tools_data, "metadata": None})
+        env = await manager.new_env()
+        try:
+            await env.reset(None, parse_reset(body).seed)
+            result = await env.step(parsed)
+        finally:
+            await env.close()
+        return _json({**step_reply(parsed.name, result), "metadata": None})
+
+    async def stateless_state(request: HTTPRequest) -> Response:
+        handler.refuse_agents()
+        env = await manager.new_env()
+        try:
+            state = await env.state()
+        finally:
+            await env.close()
+        return _json(state.to_dict())
+
+    return [
+        Route("/health", constant(healthy), methods=["GET"]),
+        Route("/metadata", constant(metadata), methods=["GET"]),
+        Route("/schema", constant(schemas), methods=["GET"]),
+        Route("/openapi.json", constant(spec), methods=["GET"]),
+        Route("/splits", _guarded(splits), methods=["GET"]),
+        Route("/splits/{split}/tasks", _guarded(tasks), methods=["GET"]),
+        Route("/sessions", _guarded(open_session), methods=["POST"]),
+        Route("/sessions/{session_id}", _guarded(close_session), methods=["DELETE"]),
+        Route("/sessions/{session_id}/reset", _guarded(session_reset), methods=["POST"]),
+        Route("/sessions/{session_id}/step", _guarded(session_step), methods=["POST"]),
+        Route("/sessions/{session_id}/state", _guarded(session_state), methods=["GET"]),
+        Route("/reset", _guarded(stateless_reset), methods=["POST"]),
+        Route("/step", _guarded(stateless_step), methods=["POST"]),
+        Route("/state", _guarded(stateless_state), methods=["GET"]),
+    ]

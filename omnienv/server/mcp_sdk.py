@@ -1,0 +1,322 @@
+"""Standard MCP for agents: an environment's tools through the official ``mcp`` SDK.
+
+Agents see only tools (``tools/list``, ``tools/call``); reset, state, reward and ``done`` stay
+with the infrastructure. :func:`build_server` makes the SDK's low-level server for one
+environment class; the streamable HTTP bridge (:class:`McpSdkBridge`, mounted on ``/mcp``) and
+the stdio command (``omnienv mcp ENV``) differ only in how a request finds its episode.
+
+The SDK is imported lazily: it takes about a second to import, and a server that nobody talks
+MCP to should not pay for it at start-up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+from urllib.parse import parse_qs
+
+from omnienv.core.env import EnvironmentBase
+from omnienv.core.errors import MessageValidationError, OmniEnvError, SessionError
+from omnienv.core.types import ToolCall
+from omnienv.protocol.codec import encode
+from omnienv.protocol.jsonrpc import INVALID_PARAMS, SERVER_ERROR, RpcError, error_response, rpc_error_for
+from omnienv.protocol.messages import Reset
+from omnienv.server.handler import Handler
+from omnienv.server.sessions import Session, SessionManager
+
+__all__ = ["McpSdkBridge", "build_server", "tool_result"]
+
+logger = logging.getLogger("omnienv.server")
+SESSION_HEADER = b"mcp-session-id"
+ToolRunner = Callable[[Any, ToolCall], Awaitable[dict[str, Any]]]
+"""``(request context, call) -> step data``: the ``step_reply`` dict of one tool call."""
+
+
+def tool_result(step: dict[str, Any]) -> Any:
+    """One step (``step_reply`` shape) as an MCP ``CallToolResult``.
+
+    Text and image blocks map one to one; an error observation or an infrastructure failure
+    becomes ``isError: true`` with its message. Reward and ``done`` are left out on purpose.
+    """
+    import mcp_types as types
+
+    result = step["observation"]["result"]
+    content: list[Any] = []
+    for block in result["content"]:
+        if block["type"] == "image":
+            content.append(types.ImageContent(data=block["data"], mime_type=block["mimeType"]))
+        else:
+            content.append(types.TextContent(text=block["text"]))
+    failure = step.get("failure")
+    if failure is not None and not content:
+        content.append(types.TextContent(text=failure["message"]))
+    return types.CallToolResult(content=content, is_error=bool(result["is_error"] or failure is not None))
+
+
+def error_result(message: str) -> Any:
+    import mcp_types as types
+
+    return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)
+
+
+OPENING_URI = "omnienv://episode/observation"
+
+
+def build_server(env_class: type[EnvironmentBase], run: ToolRunner,
+                 opening: Callable[[Any], str | None] | None = None) -> Any:
+    """The SDK's low-level ``Server`` offering ``env_class``'s tools; ``run`` performs a call.
+
+    ``opening(ctx)`` gives the text of the episode's first observation (the task prompt), served
+    as the resource ``omnienv://episode/observation`` so an agent can read what it is asked.
+    """
+    import mcp_types as types
+    from mcp.server.lowlevel import Server
+
+    tools = [
+        types.Tool(name=spec.name, description=spec.description, input_schema=spec.parameters)
+        for spec in env_class.tools.values()
+    ]
+
+    async def list_tools(ctx: Any, params: Any) -> Any:
+        return types.ListToolsResult(tools=tools)
+
+    async def call_tool(ctx: Any, params: Any) -> Any:
+        try:
+            return tool_result(await run(ctx, ToolCall(params.name, dict(params.arguments or {}))))
+        except OmniEnvError as exc:  # not reset, episode over, session gone: the agent reads why
+            return error_result(f"{exc.code}: {exc.message}")
+
+    resource = types.Resource(uri=OPENING_URI, name="observation", mime_type="text/plain",
+                              description="The episode's first observation: what the agent is asked to do.")
+
+    async def list_resources(ctx: Any, params: Any) -> Any:
+        return types.ListResourcesResult(resources=[resource] if opening is not None else [])
+
+    async def read_resource(ctx: Any, params: Any) -> Any:
+        text = opening(ctx) if opening is not None and str(params.uri) == OPENING_URI else None
+        if text is None:
+            from mcp.shared.exceptions import MCPError
+
+            raise MCPError(code=INVALID_PARAMS, message=f"Unknown resource: {params.uri}")
+        return types.ReadResourceResult(
+            contents=[types.TextResourceContents(uri=OPENING_URI, mime_type="text/plain", text=text)])
+
+    return Server(
+        env_class.name,
+        version="1.0.0",
+        description=env_class.description or None,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_read_resource=read_resource,
+    )
+
+
+def _query(scope: dict[str, Any]) -> dict[str, str]:
+    raw = (scope.get("query_string") or b"").decode("latin-1")
+    return {key: values[-1] for key, values in parse_qs(raw).items()}
+
+
+def _reset_request(query: dict[str, str]) -> Reset:
+    seed = query.get("seed")
+    if seed is not None and not seed.lstrip("-").isdigit():
+        raise MessageValidationError(f"'seed' must be an integer, got {seed!r}: use /mcp?seed=7")
+    return Reset(seed=int(seed) if seed is not None else None, task_id=query.get("task_id"),
+                 split=query.get("split"))
+
+
+class McpSdkBridge:
+    """Streamable HTTP MCP on ``/mcp``: each MCP session owns one omnienv session.
+
+    The session is opened when the client initializes and, in normal mode, reset there to the
+    task named by ``/mcp?task_id=...`` (or ``?split=...&seed=...``; else seeded at random). It
+    closes when the client ends the MCP session (``DELETE``), when it idles past the server's
+    ``idle_timeout``, or at shut-down. In agent-only mode the client names an episode the
+    operator started (``/mcp?session_id=...``) and the MCP session only borrows it.
+    """
+
+    def __init__(self, manager: SessionManager, handler: Handler) -> None:
+        self.manager = manager
+        self.handler = handler
+        self.bound: dict[str, Session] = {}
+        """MCP session id -> the omnienv session it plays in."""
+        self.openings: dict[str, str] = {}
+        """MCP session id -> its episode's first observation (normal mode: reset at initialize)."""
+        self._ready: asyncio.Future[Any] | None = None
+        self._runner: asyncio.Task[None] | None = None
+        self._stop: asyncio.Event | None = None
+
+    # -- the SDK's session manager, started on first use --------------------------------------
+
+    async def _session_manager(self) -> Any:
+        if self._ready is None:
+            self._ready = asyncio.get_running_loop().create_future()
+            self._stop = asyncio.Event()
+            self._runner = asyncio.get_running_loop().create_task(self._run_sdk())
+        return await asyncio.shield(self._ready)
+
+    async def _run_sdk(self) -> None:
+        assert self._ready is not None and self._stop is not None
+        try:
+            module = await asyncio.to_thread(importlib.import_module, "mcp.server.streamable_http_manager")
+            config = self.manager.config
+            sdk = module.StreamableHTTPSessionManager(
+                app=build_server(self.manager.env_class, self._run_tool, self._opening),
+                stateless=False,
+                session_idle_timeout=config.idle_timeout,
+                max_sessions=config.max_sessions,
+                max_request_body_size=config.max_message_bytes,
+            )
+            async with sdk.run():
+                self._ready.set_result(sdk)
+                await self._stop.wait()
+        except BaseException as exc:
+            if not self._ready.done():
+                self._ready.set_exception(exc if isinstance(exc, Exception) else RuntimeError(str(exc)))
+            if not isinstance(exc, Exception):
+                raise
+            logger.exception("the MCP session manager stopped")
+
+    async def stop(self) -> None:
+        if self._runner is None:
+            return
+        assert self._stop is not None
+        self._stop.set()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self._runner, 10)
+        for session in list(self.bound.values()):
+            await self._release(session)
+        self.bound.clear()
+
+    # -- tool calls -----------------------------------------------------------------------------
+
+    async def _run_tool(self, ctx: Any, call: ToolCall) -> dict[str, Any]:
+        request = getattr(ctx, "request", None)
+        headers = getattr(request, "headers", None)
+        mcp_id = headers.get("mcp-session-id") if headers is not None else None
+        session = self.bound.get(mcp_id or "")
+        if session is None or session.id not in self.manager.sessions:
+            raise SessionError("this MCP session's episode is gone (closed or reaped after being idle); "
+                               "start a new MCP session")
+        _, data = await self.handler.run(session, call, trusted=True)
+        return data
+
+    def _opening(self, ctx: Any) -> str | None:
+        headers = getattr(getattr(ctx, "request", None), "headers", None)
+        return self.openings.get(headers.get("mcp-session-id") or "") if headers is not None else None
+
+    # -- HTTP ---------------------------------------------------------------------------------
+
+    async def handle(self, scope: dict[str, Any], receive: Any, send: Any, body: bytes | None,
+                     initialize: bool) -> None:
+        """Serve one HTTP request of the MCP transport (``body`` already read for POSTs)."""
+        try:
+            sdk = await self._session_manager()
+        except Exception as exc:
+            await _send_rpc_error(send, RpcError(SERVER_ERROR, f"MCP over streamable HTTP needs the 'mcp' "
+                                                 f"package: pip install 'omnienv[server]' ({exc})"), 501)
+            return
+        if body is not None:
+            receive = _replay(body, receive)
+        if initialize:
+            await self._initialize(sdk, scope, receive, send)
+            return
+        await sdk.handle_request(scope, receive, send)
+        if scope["method"] == "DELETE":
+            mcp_id = _header(scope, SESSION_HEADER)
+            self.openings.pop(mcp_id or "", None)
+            session = self.bound.pop(mcp_id or "", None)
+            if session is not None:
+                await self._release(session)
+
+    async def _initialize(self, sdk: Any, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        try:
+            session, opening = await self._claim(_query(scope))
+        except OmniEnvError as exc:
+            from omnienv.server.http import status_of
+
+            await _send_rpc_error(send, rpc_error_for(exc), status_of(exc))
+            return
+        bound: list[str] = []
+
+        async def bind_then_send(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start" and message.get("status", 500) < 400:
+                mcp_id = next((v.decode("latin-1") for k, v in message.get("headers", ())
+                               if k.lower() == SESSION_HEADER), None)
+                if mcp_id is not None:  # bound before the client learns the id: no call can race it
+                    self.bound[mcp_id] = session
+                    if opening is not None:
+                        self.openings[mcp_id] = opening
+                    session.expire = self._forget(mcp_id)
+                    bound.append(mcp_id)
+            await send(message)
+
+        try:
+            await sdk.handle_request(scope, receive, bind_then_send)
+        finally:
+            if not bound:
+                await self._release(session)
+
+    async def _claim(self, query: dict[str, str]) -> tuple[Session, str | None]:
+        """The session a new MCP session plays in (a fresh, reset one, or the operator's), and
+        the text of its first observation when it was reset here."""
+        if self.manager.config.agent_only:
+            session_id = query.get("session_id")
+            if not session_id:
+                from omnienv.core.errors import AgentOnlyError
+
+                raise AgentOnlyError("this server is agent-only: connect to the /mcp?session_id=... URL the "
+                                     "operator got from POST /operator/sessions")
+            return self.manager.attach(session_id), None
+        reset = _reset_request(query)
+        session = await self.manager.open(owned=True)
+        session.attached = True
+        try:
+            _, data = await self.handler.run(session, reset, trusted=True)
+        except BaseException:
+            await self.manager.close(session)
+            raise
+        blocks = data["observation"]["content"]
+        return session, "\n".join(block["text"] for block in blocks if block["type"] == "text")
+
+    async def _release(self, session: Session) -> None:
+        session.expire = None
+        session.attached = False
+        if session.owned or session.close_pending:
+            await self.manager.close(session)
+
+    def _forget(self, mcp_id: str) -> Callable[[str], None]:
+        def expire(reason: str) -> None:  # our reaper closed the session: drop the binding too
+            self.bound.pop(mcp_id, None)
+            self.openings.pop(mcp_id, None)
+
+        return expire
+
+
+def _header(scope: dict[str, Any], name: bytes) -> str | None:
+    return next((v.decode("latin-1") for k, v in scope.get("headers", ()) if k.lower() == name), None)
+
+
+def _replay(body: bytes, receive: Any) -> Any:
+    """A ``receive`` that hands the already-read body to the next reader once."""
+    sent = False
+
+    async def replay() -> dict[str, Any]:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
+
+
+async def _send_rpc_error(send: Any, error: RpcError, status: int) -> None:
+    body = encode(error_response(error))
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,66 @@
+"""Running the app on uvicorn (uvloop and httptools when installed): blocking, or in a thread.
+
+``running()`` is for tests, benchmarks and notebooks: it binds port 0 (the OS picks a free
+port, so there is no race), waits for start-up with a deadline, and always shuts down.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import uvicorn
+
+from omnienv.server.config import ServerConfig
+
+__all__ = ["running", "serve", "uvicorn_config"]
+
+
+def uvicorn_config(app: Any, host: str = "127.0.0.1", port: int = 8000, **options: Any) -> uvicorn.Config:
+    """uvicorn settings matching the app's :class:`ServerConfig` (pings, frame limit)."""
+    manager = getattr(getattr(app, "state", None), "manager", None)  # any ASGI app may be run
+    config: ServerConfig = manager.config if manager is not None else ServerConfig()
+    settings: dict[str, Any] = {
+        "loop": "auto",
+        "http": "auto",
+        "ws": "auto",
+        "ws_ping_interval": config.ws_ping_interval,
+        "ws_ping_timeout": config.ws_ping_timeout,
+        "ws_per_message_deflate": config.ws_compression,
+        # Frames up to 4x our own limit reach the app and get a MESSAGE_TOO_LARGE error frame;
+        # only beyond that does uvicorn close the connection (1009).
+        "ws_max_size": config.max_message_bytes * 4,
+        "log_level": "warning",
+        "lifespan": "on",
+        "backlog": 4096,
+        "timeout_graceful_shutdown": 5,
+    }
+    settings.update(options)
+    return uvicorn.Config(app, host=host, port=port, **settings)
+
+
+def serve(app: Any, host: str = "127.0.0.1", port: int = 8000, **options: Any) -> None:
+    """Serve until interrupted."""
+    uvicorn.Server(uvicorn_config(app, host, port, **options)).run()
+
+
+@contextmanager
+def running(app: Any, host: str = "127.0.0.1", *, timeout: float = 10.0, **options: Any) -> Iterator[str]:
+    """Serve ``app`` in a background thread on a free port; yields its ``http://`` base URL."""
+    server = uvicorn.Server(uvicorn_config(app, host, 0, **options))
+    thread = threading.Thread(target=server.run, name="omnienv-server", daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + timeout
+        while not server.started:
+            if not thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError(f"the server did not start within {timeout:g} s")
+            time.sleep(0.005)
+        port = server.servers[0].sockets[0].getsockname()[1]
+        yield f"http://{host}:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout + 10)

@@ -1,0 +1,257 @@
+"""Sessions: one environment instance each, a bounded number of them, reaped when idle.
+
+A session costs one slotted object and one environment instance: no thread and no task of its
+own. Blocking environments share one bounded thread pool; non-blocking ones (``blocking =
+False``, like Wordle) run inline on the event loop. One reaper task serves the whole server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from omnienv.core.env import AsyncEnv, AsyncEnvironment, Environment, EnvironmentBase, as_async
+from omnienv.core.errors import (
+    CapacityError,
+    EnvironmentFailure,
+    SessionError,
+    SessionNotFoundError,
+    StepTimeoutError,
+    TaskError,
+    WorkerLostError,
+)
+from omnienv.core.tasks import Task
+from omnienv.core.types import Failure, Observation, State, StepResult, ToolCall
+from omnienv.protocol.messages import Reset
+from omnienv.protocol.session import SessionMachine
+from omnienv.server.config import ServerConfig
+
+__all__ = ["EnvFactory", "Session", "SessionManager"]
+
+logger = logging.getLogger("omnienv.server")
+CLOSE_TIMEOUT = 10.0
+EnvFactory = Callable[[], Awaitable[AsyncEnv]]
+"""Makes each session's environment elsewhere (e.g. on a Ray actor) instead of in this process."""
+
+
+class Session:
+    """One client's environment. ``owned`` sessions die with their WebSocket; HTTP-made ones
+    live until deleted or reaped, and a WebSocket may attach to them with ``?session_id=``."""
+
+    __slots__ = ("attached", "close_pending", "env", "expire", "id", "last_active", "machine", "owned")
+
+    def __init__(self, session_id: str, env: AsyncEnv, owned: bool) -> None:
+        self.id = session_id
+        self.env = env
+        self.owned = owned
+        self.attached = False
+        self.close_pending = False
+        """Closing was asked while a WebSocket was attached: close it when that detaches."""
+        self.machine = SessionMachine()
+        self.last_active = time.monotonic()
+        self.expire: Callable[[str], object] | None = None
+        """Set by the transport holding a connection: closes it when the session is reaped."""
+
+
+class SessionManager:
+    """Opens, finds, steps and closes sessions within the configured limits."""
+
+    def __init__(
+        self, env_class: type[EnvironmentBase], config: ServerConfig, env_factory: EnvFactory | None = None
+    ) -> None:
+        self.env_class = env_class
+        self.config = config
+        self.env_factory = env_factory
+        self.sessions: dict[str, Session] = {}
+        self._opening = 0
+        self._blocking = not issubclass(env_class, AsyncEnvironment) and env_class.blocking
+        self.inline = env_factory is None and issubclass(env_class, Environment) and not env_class.blocking
+        """A sync env that never blocks: steps may call it directly on the event loop."""
+        # A non-blocking sync env runs inline on the loop: no deadline could interrupt it anyway.
+        interruptible = self._blocking or issubclass(env_class, AsyncEnvironment) or env_factory is not None
+        self._deadline = config.step_timeout if interruptible else None
+        self._executor: ThreadPoolExecutor | None = None
+        self._reaper: asyncio.Task[None] | None = None
+        self._background: set[asyncio.Task[Any]] = set()
+        self._tasks: dict[str, Sequence[Task]] = {}
+        self.loop: asyncio.AbstractEventLoop | None = None
+
+    # -- lifecycle of the manager -------------------------------------------------------------
+
+    def start(self) -> None:
+        """Called on the server's event loop at start-up (the app's lifespan)."""
+        self.loop = asyncio.get_running_loop()
+        if self.config.idle_timeout is not None and self._reaper is None:
+            self._reaper = asyncio.get_running_loop().create_task(self._reap_forever())
+
+    async def stop(self) -> None:
+        if self._reaper is not None:
+            self._reaper.cancel()
+            await asyncio.gather(self._reaper, return_exceptions=True)
+            self._reaper = None
+        await asyncio.gather(*(self.close(s) for s in list(self.sessions.values())), return_exceptions=True)
+        if self._background:
+            await asyncio.wait(self._background, timeout=CLOSE_TIMEOUT)
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._executor = None
+
+    @property
+    def executor(self) -> ThreadPoolExecutor:
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(self.config.thread_count, thread_name_prefix="omnienv-env")
+        return self._executor
+
+    # -- opening and closing sessions ---------------------------------------------------------
+
+    @property
+    def active(self) -> int:
+        return len(self.sessions)
+
+    async def open(self, *, owned: bool) -> Session:
+        """A new session, or :class:`CapacityError` at once when every slot is taken."""
+        limit = self.config.max_sessions
+        if len(self.sessions) + self._opening >= limit:
+            exc = CapacityError(
+                f"Server at capacity: {len(self.sessions)}/{limit} sessions active. Cannot accept new "
+                "connections. Close unused sessions or start the server with a higher --max-sessions."
+            )
+            exc.details = {"active_sessions": len(self.sessions), "max_sessions": limit}  # type: ignore[attr-defined]
+            raise exc
+        self._opening += 1
+        try:
+            env = await self.new_env()
+        finally:
+            self._opening -= 1
+        session = Session(str(uuid.uuid4()), env, owned)
+        self.sessions[session.id] = session
+        return session
+
+    async def new_env(self) -> AsyncEnv:
+        if self.env_factory is not None:
+            return await self.env_factory()
+        try:
+            if self._blocking:
+                loop = asyncio.get_running_loop()
+                instance = await loop.run_in_executor(self.executor, self.env_class)
+                return as_async(instance, self.executor)  # type: ignore[arg-type]
+            return as_async(self.env_class())  # type: ignore[arg-type]
+        except Exception as exc:
+            raise EnvironmentFailure(
+                f"could not create a {self.env_class.__name__}: {type(exc).__name__}: {exc}"
+            ) from exc
+
+    def get(self, session_id: str) -> Session:
+        session = self.sessions.get(session_id)
+        if session is None:
+            raise SessionNotFoundError(
+                f"no session '{session_id}': it was closed, reaped after being idle, or never created; "
+                "open one with POST /sessions or a new WebSocket"
+            )
+        return session
+
+    def attach(self, session_id: str) -> Session:
+        session = self.get(session_id)
+        if session.attached:
+            raise SessionError(f"session '{session_id}' already has a WebSocket attached")
+        session.attached = True
+        return session
+
+    async def close(self, session: Session) -> None:
+        """Forget the session and close its environment; safe to call twice."""
+        if self.sessions.pop(session.id, None) is None:
+            return
+        session.machine.close()
+        await self._close_env(session.env)
+
+    async def _close_env(self, env: AsyncEnv) -> None:
+        try:
+            await asyncio.wait_for(env.close(), CLOSE_TIMEOUT)
+        except Exception:
+            logger.exception("closing %s failed", self.env_class.__name__)
+
+    def _close_later(self, env: AsyncEnv) -> None:
+        task = asyncio.get_running_loop().create_task(self._close_env(env))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    # -- the three calls ----------------------------------------------------------------------
+
+    async def reset(self, session: Session, request: Reset) -> Observation:
+        task = self.task_for(request)
+        if session.machine.needs_fresh_env:  # a hung step may still hold the old instance
+            old, session.env = session.env, await self.new_env()
+            self._close_later(old)
+        return await self._bounded(session, "reset", session.env.reset(task, request.seed))
+
+    async def step(self, session: Session, call: ToolCall) -> StepResult:
+        if self._deadline is None and self.env_factory is None:
+            return await session.env.step(call)
+        return await self._bounded(session, f"tool '{call.name}'", session.env.step(call))
+
+    async def state(self, session: Session) -> State:
+        return await session.env.state()
+
+    async def _bounded(self, session: Session, what: str, call: Any) -> Any:
+        try:
+            if self._deadline is None:
+                return await call
+            async with asyncio.timeout(self._deadline) as scope:
+                return await call
+        except WorkerLostError as exc:  # only reset may follow, on a fresh environment
+            session.machine.fail(Failure("worker_lost", exc.message))
+            raise
+        except TimeoutError:
+            if self._deadline is None or not scope.expired():
+                raise
+            failure = Failure("step_timeout", f"{what} ran longer than the {self._deadline:g} s deadline")
+            session.machine.fail(failure)
+            raise StepTimeoutError(
+                f"{failure.message}; the episode is void (flagged as failed): call reset() to start another"
+            ) from None
+
+    def task_for(self, request: Reset) -> Task | str | None:
+        if request.split is None:
+            return request.task_id
+        if request.split not in self.env_class.splits:
+            known = ", ".join(self.env_class.splits) or "none"
+            raise TaskError(f"{self.env_class.name} has no split '{request.split}'; its splits: {known}")
+        tasks = self._tasks.get(request.split)
+        if tasks is None:
+            tasks = self._tasks[request.split] = tuple(self.env_class.tasks(request.split))
+        if request.task_id is None:
+            return random.Random(request.seed).choice(tasks) if tasks else None
+        for task in tasks:
+            if task.id in (request.task_id, f"{request.split}/{request.task_id}"):
+                return task
+        raise TaskError(f"no task '{request.task_id}' in split '{request.split}' of {self.env_class.name}")
+
+    # -- reaping ------------------------------------------------------------------------------
+
+    async def _reap_forever(self) -> None:
+        idle = self.config.idle_timeout
+        assert idle is not None
+        interval = min(max(idle / 4, 0.05), 5.0)
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self.reap_idle(time.monotonic() - idle)
+            except Exception:  # the reaper must outlive any one bad session
+                logger.exception("reaping idle sessions failed")
+
+    async def reap_idle(self, cutoff: float) -> int:
+        """Close sessions untouched since ``cutoff`` (monotonic seconds); returns how many."""
+        stale = [s for s in self.sessions.values() if s.last_active < cutoff and not s.machine.busy]
+        for session in stale:
+            if session.expire is not None:
+                session.expire(f"session idle for more than {self.config.idle_timeout:g} s")
+            await self.close(session)
+        if stale:
+            logger.info("reaped %d idle session(s)", len(stale))
+        return len(stale)

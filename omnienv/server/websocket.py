@@ -1,0 +1,103 @@
+"""``WS /ws``: OpenEnv's session protocol, one session per connection, as a bare ASGI app.
+
+Byte-compatible with OpenEnv 0.10.0: the server accepts the upgrade first, then opens the
+session; a refusal (full server, unknown ``?session_id=``) is one error frame and a 1000 close.
+Frames are answered strictly in order. The loop touches no Starlette object on the hot path: a
+frame is decoded once, run, and its reply encoded once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+from urllib.parse import parse_qs
+
+from omnienv.core.errors import OmniEnvError
+from omnienv.server.handler import Handler, error_frame
+from omnienv.server.sessions import Session, SessionManager
+
+__all__ = ["WebSocketEndpoint"]
+
+logger = logging.getLogger("omnienv.server")
+Scope = dict[str, Any]
+
+
+class WebSocketEndpoint:
+    def __init__(self, manager: SessionManager, handler: Handler) -> None:
+        self.manager = manager
+        self.handler = handler
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        if (await receive())["type"] != "websocket.connect":
+            return
+        await send({"type": "websocket.accept"})
+        session_id = _session_id(scope)
+        scope["headers"] = ()  # read by nobody after the handshake; ~1 KB an idle session need not keep
+        try:
+            if session_id is not None:
+                session = self.manager.attach(session_id)
+            else:
+                session = await self.manager.open(owned=True)
+                session.attached = True  # nobody else may attach to a socket's own session
+        except OmniEnvError as exc:
+            try:
+                await send({"type": "websocket.send", "text": error_frame(exc).decode()})
+                await send({"type": "websocket.close", "code": 1000})
+            except OSError:  # the client already left
+                pass
+            return
+        session.expire = _expirer(send)
+        try:
+            await self._serve(session, receive, send)
+        finally:
+            session.expire = None
+            session.attached = False
+            if session.owned or session.close_pending:
+                await self.manager.close(session)
+
+    async def _serve(self, session: Session, receive: Any, send: Any) -> None:
+        handle = self.handler.frame
+        while True:
+            message = await receive()
+            if message["type"] != "websocket.receive":
+                return  # websocket.disconnect: the client left or the socket died
+            raw = message.get("text")
+            reply = await handle(session, raw if raw is not None else (message.get("bytes") or b""))
+            try:
+                if reply is None:  # {"type": "close"}: no reply, then 1000; an attached session stays
+                    if session.owned:
+                        await self.manager.close(session)
+                    await send({"type": "websocket.close", "code": 1000})
+                    return
+                await send({"type": "websocket.send", "text": reply.decode()})
+            except OSError:  # uvicorn's ClientDisconnected: nobody left to answer
+                return
+            # An idle session waits in receive() below: let it hold no request or reply meanwhile.
+            message = raw = reply = None  # type: ignore[assignment]
+
+
+def _session_id(scope: Scope) -> str | None:
+    query = scope.get("query_string") or b""
+    if not query:
+        return None
+    values = parse_qs(query.decode("latin-1")).get("session_id")
+    return values[0] if values else None
+
+
+def _expirer(send: Any) -> Any:
+    def expire(reason: str) -> None:
+        async def close() -> None:
+            try:
+                await send({"type": "websocket.close", "code": 1001, "reason": reason[:120]})
+            except Exception:  # already closed from the other side
+                pass
+
+        task = asyncio.get_running_loop().create_task(close())
+        _pending.add(task)
+        task.add_done_callback(_pending.discard)
+
+    return expire
+
+
+_pending: set[asyncio.Task[None]] = set()

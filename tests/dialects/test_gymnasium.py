@@ -1,0 +1,106 @@
+"""The Gymnasium dialect, checked by Gymnasium's own env checker and played to a win."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import gymnasium
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+from omnienv.core import ToolCall
+from omnienv.dialects.gymnasium import AnyText, GymnasiumEnv, register
+from omnienv.rollout.wordle_solver import next_guess, read_marks
+from tests.dialects.envs import Counter
+
+
+def test_gymnasium_env_checker_passes_on_wordle() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # any checker warning is a failure, except the one about specs
+        warnings.filterwarnings("ignore", message=".*not having a spec.*")
+        check_env(GymnasiumEnv("wordle"))
+
+
+def test_gymnasium_make_with_render_modes_passes_the_checker() -> None:
+    env_id = register("wordle")
+    assert env_id == "omnienv/wordle-v0"
+    env = gymnasium.make(env_id, render_mode="ansi")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            check_env(env.unwrapped)
+    finally:
+        env.close()
+
+
+def test_the_solver_wins_through_text_actions() -> None:
+    env = GymnasiumEnv("wordle", render_mode="ansi")
+    observation, info = env.reset(seed=11, options={"task": "test/0003"})
+    assert info["task_id"] == "test/0003" and "<tools>" in info["system_prompt"]
+    assert [tool["function"]["name"] for tool in info["tools"]] == ["guess", "get_history"]
+    history: list[tuple[str, str]] = []
+    total = 0.0
+    for _ in range(6):
+        observation, reward, terminated, truncated, info = env.step(f"<guess>{next_guess(history)}</guess>")
+        total += reward
+        if terminated or truncated:
+            break
+        history.append(read_marks(observation))  # type: ignore[arg-type]
+    assert terminated and not truncated and info["success"] is True
+    assert total > 1.0 and info["rubric"]["solved"] == pytest.approx(total)
+    assert "Correct!" in env.render()  # type: ignore[operator]
+
+
+def test_seeded_resets_are_reproducible_and_seedless_ones_continue_the_stream() -> None:
+    env = GymnasiumEnv("wordle")
+    first = [env.reset(seed=5)[1]["task_id"], env.reset()[1]["task_id"]]
+    again = [env.reset(seed=5)[1]["task_id"], env.reset()[1]["task_id"]]
+    assert first == again and first[0] != first[1]
+
+
+def test_dict_and_toolcall_actions_skip_parsing() -> None:
+    env = GymnasiumEnv(Counter)
+    env.reset(seed=0)
+    assert env.step({"name": "add", "arguments": {"n": 1}})[0] == "total 1"
+    observation, reward, terminated, _, info = env.step(ToolCall("add", {"n": 2}))
+    assert (observation, terminated, info["rubric"]) == ("total 3", True, {"reached": 1.0})
+    assert reward == pytest.approx(1.25)
+
+
+@pytest.mark.parametrize("action", [{"arguments": {"n": 1}}, 7, ["add"]])
+def test_malformed_structured_actions_name_the_expected_shapes(action: object) -> None:
+    env = GymnasiumEnv(Counter)
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match="model's text, a ToolCall, or a mapping"):
+        env.step(action)  # type: ignore[arg-type]
+
+
+def test_infrastructure_failure_truncates_and_is_flagged() -> None:
+    env = GymnasiumEnv(Counter)
+    env.reset(seed=0)
+    observation, reward, terminated, truncated, info = env.step("<add>-1</add>")
+    assert (reward, terminated, truncated) == (0.0, False, True)
+    assert info["failure"]["kind"] == "env_error" and "the counter broke" in info["failure"]["message"]
+    assert "will not be scored" in observation
+
+
+def test_bad_render_mode_is_refused_with_the_choices() -> None:
+    with pytest.raises(ValueError, match=r"\['ansi', 'human'\]"):
+        GymnasiumEnv("wordle", render_mode="rgb_array")
+
+
+def test_text_space_holds_any_unicode_up_to_its_length() -> None:
+    space = AnyText(8)
+    assert "🟩⬛ é" in space and "x" * 9 not in space and 3 not in space
+    assert space.sample() in space
+
+
+def test_example_runs_as_written() -> None:
+    example = Path(__file__).resolve().parents[2] / "examples" / "gymnasium_wordle.py"
+    result = subprocess.run([sys.executable, str(example)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "gymnasium's env checker passed" in result.stdout
+    assert result.stdout.count(": won in ") == 3

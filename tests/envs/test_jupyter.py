@@ -1,0 +1,220 @@
+"""The Jupyter environment: contract, tasks, answer checking, failures, reaping, oracle."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+
+import pytest
+
+from omnienv.core import ImageBlock, ToolCall, check_env, load_environment
+from omnienv.envs.jupyter import Jupyter, answers_match, jupyter_tasks
+from omnienv.envs.jupyter.solutions import SOLUTIONS
+from omnienv.envs.jupyter.tasks import FAMILIES
+from omnienv.rollout import EpisodePlan, arun_episodes, make_policy
+from omnienv.rollout.jupyter_oracle import JupyterOracle
+from omnienv.sandboxes import jupyter as jupyter_sandbox
+from omnienv.sandboxes.jupyter import KernelPool
+from tests.server.conftest import serve
+
+__all__ = ["serve"]
+
+
+@pytest.fixture(scope="module")
+def pool() -> Iterator[KernelPool]:
+    pool = KernelPool(2)
+    try:
+        yield pool
+    finally:
+        pool.close()
+
+
+def sandbox_processes(marker: str) -> list[int]:
+    """Pids whose command line mentions ``marker`` (bwrap's and the kernel's both do)."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    if marker.encode() in f.read():
+                        found.append(int(pid))
+            except OSError:
+                continue
+    return found
+
+
+# -- tasks and answers -------------------------------------------------------------------------
+
+
+def test_tasks_have_splits_exact_answers_and_solutions() -> None:
+    train, test = jupyter_tasks("train"), jupyter_tasks("test")
+    assert len(train) + len(test) >= 50 and len(test) >= 16
+    assert not {t.id for t in train} & {t.id for t in test}
+    assert set(SOLUTIONS) == set(FAMILIES)
+    for task in (*train, *test):
+        assert isinstance(task.answer, int | float | str) and task.answer != ""
+        assert str(task.answer) not in task.data["question"] or len(str(task.answer)) < 3
+        assert "answer" not in task.data and "solution" not in str(task.data)
+
+
+def test_answers_are_checked_by_value_never_by_substring() -> None:
+    assert answers_match("42", 42) and answers_match(" 42.0 ", 42) and answers_match("1,280", 1280)
+    assert not answers_match("420", 42) and not answers_match("the answer is 42", 42)
+    assert not answers_match("0 1 2 ... 42 43", 42) and not answers_match("", 42)
+    assert answers_match("3231.6612", 3231.66, 0.005) and not answers_match("3231.67", 3231.66, 0.005)
+    assert answers_match("'Durian'.", "durian") and answers_match("pepper  river", "pepper river")
+    assert not answers_match("durian, fig", "durian") and not answers_match("nan", 1.0)
+
+
+# -- the environment ---------------------------------------------------------------------------
+
+
+def test_check_env_passes_and_the_name_is_registered() -> None:
+    assert load_environment("jupyter") is Jupyter
+    report = check_env(Jupyter)
+    assert report.ok, report.failures
+    jupyter_sandbox.default_pool().close()
+
+
+def test_a_correct_answer_scores_with_a_small_efficiency_term(pool: KernelPool) -> None:
+    async def go() -> None:
+        env = Jupyter(pool=pool)
+        try:
+            task = jupyter_tasks("test")[0]
+            prompt = await env.reset(task.id)
+            assert task.data["question"] in prompt.text and "sales.csv" in prompt.text
+            result = await env.step(ToolCall("execute_shell_command", {"command": "head -2 sales.csv"}))
+            assert result.observation.text.startswith("date,region,product,units,unit_price\n2024-")
+            await env.step(ToolCall("get_notebook_state", {}))
+            result = await env.step(ToolCall("final_answer", {"answer": str(task.answer)}))
+            assert result.done and result.info["rubric"]["correct"] == 1.0
+            assert 1.0 < result.reward < 1.1  # three calls, one more than the fewest
+            await env.reset(task.id)
+            result = await env.step(ToolCall("final_answer", {"answer": f"{task.answer} or 0"}))
+            assert result.done and result.reward == 0.0 and result.info["rubric"] == {
+                "correct": 0.0, "efficiency": 0.0}
+        finally:
+            await env.close()
+
+    asyncio.run(go())
+
+
+def test_tools_show_stderr_errors_images_and_the_notebook(pool: KernelPool) -> None:
+    async def go() -> None:
+        env = Jupyter(pool=pool, cell_timeout=5)
+        try:
+            await env.reset("train/fib_mod-0")
+            result = await env.step(ToolCall("edit_and_execute_current_cell", {"code": "1"}))
+            assert result.observation.is_error and "no code cell" in result.observation.text
+            result = await env.step(ToolCall("execute_shell_command", {"command": "ls missing"}))
+            assert "[stderr]" in result.observation.text and "exit code 2" in result.observation.text
+            result = await env.step(ToolCall("add_and_execute_code_cell", {"code": "1/0"}))
+            assert "ERROR: ZeroDivisionError" in result.observation.text and not result.observation.is_error
+            result = await env.step(ToolCall("edit_and_execute_current_cell", {
+                "code": "import matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.show()\n6 * 7"}))
+            assert isinstance(result.observation.content[-1], ImageBlock)
+            assert "Out[" in result.observation.text and "42" in result.observation.text
+            result = await env.step(ToolCall("get_notebook_state", {"include_images": True}))
+            text = result.observation.text
+            assert "[Cell 1] $ ls missing" in text and "[Cell 2] import matplotlib" in text
+            assert "1/0" not in text and "🖼 1 image(s)" in text
+            assert isinstance(result.observation.content[-1], ImageBlock)
+            state = await env.state()
+            assert state.fields == {"cells": 2, "errors": 0, "submitted": False}
+            result = await env.step(ToolCall("add_and_execute_code_cell", {"code": "while True:\n    pass"}))
+            assert "time limit" in result.observation.text and result.failure is None
+        finally:
+            await env.close()
+
+    asyncio.run(go())
+
+
+def test_a_dead_kernel_voids_the_episode_and_the_next_reset_is_fresh(pool: KernelPool) -> None:
+    async def go() -> None:
+        env = Jupyter(pool=pool)
+        try:
+            await env.reset("train/caesar-0")
+            await env.step(ToolCall("add_and_execute_code_cell", {"code": "x = 1"}))
+            first = env.sandbox
+            first.kill_kernel()  # type: ignore[union-attr]
+            result = await env.step(ToolCall("add_and_execute_code_cell", {"code": "x"}))
+            assert result.failure is not None and "KernelDiedError" in result.failure.message
+            assert result.truncated and (await env.state()).truncated
+            await env.reset("train/caesar-0")
+            assert env.sandbox is not first
+            result = await env.step(ToolCall("add_and_execute_code_cell", {"code": "x"}))
+            assert result.failure is None and "NameError" in result.observation.text
+        finally:
+            await env.close()
+
+    asyncio.run(go())
+
+
+def test_the_oracle_solves_every_test_task_through_the_tools(pool: KernelPool) -> None:
+    tasks = jupyter_tasks("test")
+    plans = [EpisodePlan(i, task.id, None) for i, task in enumerate(tasks)]
+
+    async def go() -> list:  # type: ignore[type-arg]
+        return [episode async for episode in
+                arun_episodes(lambda: Jupyter(pool=pool), JupyterOracle, plans, concurrency=2)]
+
+    episodes = asyncio.run(go())
+    assert len(episodes) == len(tasks)
+    for episode in episodes:
+        assert episode.failure is None, (episode.task_id, episode.failure)
+        assert [s.call.name for s in episode.steps][-1] == "final_answer"
+        assert episode.steps[-1].result.info["rubric"]["correct"] == 1.0, episode.task_id
+    assert make_policy("oracle", Jupyter) is JupyterOracle
+
+
+def test_two_hundred_episodes_leave_no_kernel_or_bwrap_behind() -> None:
+    base = tempfile.mkdtemp(prefix="oj-")
+    pool = KernelPool(2, base_dir=base)
+
+    async def go() -> None:
+        env = Jupyter(pool=pool)
+        try:
+            for i in range(200):
+                await env.reset("train/digit_sum_power-0")
+                result = await env.step(ToolCall("add_and_execute_code_cell", {"code": "print(1)"}))
+                assert result.observation.text == "1", i
+                await env.step(ToolCall("final_answer", {"answer": "1"}))
+                # each sandbox is 3 processes (bwrap, bwrap as the namespace's init, the kernel):
+                # the pool's, the episode's, one starting, one being torn down at most
+                assert len(sandbox_processes(base)) <= 3 * (pool.size + 3), i
+        finally:
+            await env.close()
+
+    try:
+        asyncio.run(go())
+        assert len(os.listdir(base)) <= pool.size + 2  # work dirs are deleted with their kernels
+    finally:
+        pool.close()
+        leftover = sandbox_processes(base)
+        shutil.rmtree(base, ignore_errors=True)
+    assert leftover == []
+
+
+def test_bombs_in_one_served_session_leave_the_server_and_other_sessions_alone(serve) -> None:  # type: ignore[no-untyped-def]
+    import httpx
+
+    from omnienv.client import WebSocketClient
+
+    url, _ = serve("jupyter")
+    bomb, other = WebSocketClient.connect(url), WebSocketClient.connect(url)
+    try:
+        bomb.reset("train/fib_mod-0")
+        other.reset("train/fib_mod-1")
+        other.step(ToolCall("add_and_execute_code_cell", {"code": "kept = 5"}))
+        fork = bomb.step(ToolCall("add_and_execute_code_cell", {"code": "import os\nwhile True:\n    os.fork()"}))
+        assert fork.failure is None and "restarted" in fork.observation.text
+        memory = bomb.step(ToolCall("add_and_execute_code_cell", {"code": "x = bytearray(2**40)"}))
+        assert memory.failure is None and "MemoryError" in memory.observation.text
+        assert other.step(ToolCall("add_and_execute_code_cell", {"code": "kept"})).observation.text == "Out[2]: 5"
+        assert httpx.get(f"{url}/health", timeout=5).status_code == 200
+    finally:
+        bomb.close()
+        other.close()

@@ -1,0 +1,292 @@
+"""Play Wordle through OpenEnv 0.10.0's own clients; run with the OpenEnv virtualenv's interpreter.
+
+Usage: ``python wordle_client.py URL TASK_ID WRONG_WORD ANSWER SCENARIO...`` where SCENARIO is one of
+``generic-sync``, ``generic-dual``, ``generic-async``, ``typed-sync``, ``typed-async``, ``validation``,
+``capacity``, ``mcp-tool-client``. Prints one JSON line per scenario: what the client saw, so the
+calling test asserts on OpenEnv's view of the server rather than on ours. A scenario that raises
+prints ``{"error": ...}`` instead and the script goes on with the next one.
+
+The typed client below is written the way an environment author writes one against OpenEnv's public
+API (``EnvClient`` subclass, OpenEnv's MCP action/observation models), so shape drift that
+``GenericEnvClient``'s plain dicts would tolerate still shows up here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+import traceback
+from typing import Any
+
+from openenv.core import EnvClient, GenericEnvClient, MCPToolClient
+from openenv.core.client_types import StepResult
+from openenv.core.env_server import (
+    CallToolAction,
+    CallToolObservation,
+    ListToolsAction,
+    ListToolsObservation,
+    Observation,
+    State,
+    Tool,
+    ToolError,
+)
+from pydantic import Field
+
+
+class WordlePrompt(Observation):
+    """The observation after reset: the prompt text."""
+
+    prompt: str = ""
+
+
+class WordleState(State):
+    guesses: list[str] = Field(default_factory=list)
+
+
+class WordleEnv(EnvClient[CallToolAction | ListToolsAction, Observation, WordleState]):
+    """A typed OpenEnv client for a Wordle server speaking OpenEnv's MCP actions over /ws."""
+
+    def _step_payload(self, action: CallToolAction | ListToolsAction) -> dict[str, Any]:
+        if isinstance(action, ListToolsAction):
+            return {"type": "list_tools"}
+        return {"type": "call_tool", "tool_name": action.tool_name, "arguments": action.arguments}
+
+    def _parse_result(self, payload: dict[str, Any]) -> StepResult[Observation]:
+        obs = payload["observation"]
+        common = {"done": payload["done"], "reward": payload["reward"], "metadata": obs.get("metadata", {})}
+        observation: Observation
+        if "tools" in obs:
+            tools = [Tool(name=t["name"], description=t.get("description", ""),
+                          input_schema=t.get("input_schema", t.get("inputSchema", {}))) for t in obs["tools"]]
+            observation = ListToolsObservation(tools=tools, **common)
+        elif "tool_name" in obs:
+            error = ToolError(**obs["error"]) if obs.get("error") else None
+            observation = CallToolObservation(tool_name=obs["tool_name"], result=obs.get("result"),
+                                              error=error, **common)
+        else:
+            observation = WordlePrompt(prompt=_prompt_text(obs), **common)
+        return StepResult(observation=observation, reward=payload.get("reward"),
+                          done=payload.get("done", False), metadata=payload.get("metadata"))
+
+    def _parse_state(self, payload: dict[str, Any]) -> WordleState:
+        return WordleState(episode_id=payload.get("episode_id"), step_count=payload.get("step_count", 0),
+                           guesses=payload.get("guesses", []))
+
+
+def _prompt_text(obs: dict[str, Any]) -> str:
+    """The reset text wherever a server puts it: a ``prompt`` field, text blocks, or a result."""
+    if isinstance(obs.get("prompt"), str):
+        return obs["prompt"]
+    return _text(obs) or json.dumps(obs, ensure_ascii=False)
+
+
+def _text(obs: Any) -> str:
+    """Text of an MCP-shaped observation: ``result.content[*].text`` (or the error message)."""
+    if hasattr(obs, "model_dump"):
+        obs = obs.model_dump()
+    result = obs.get("result")
+    if isinstance(result, dict):
+        texts = [b.get("text", "") for b in result.get("content") or [] if b.get("type") == "text"]
+        if texts:
+            return "\n".join(texts)
+        if isinstance(result.get("data"), str):
+            return result["data"]
+    content = obs.get("content")
+    if isinstance(content, list):
+        return "\n".join(b.get("text", "") for b in content if isinstance(b, dict))
+    error = obs.get("error")
+    if isinstance(error, dict):
+        return str(error.get("message", ""))
+    return ""
+
+
+def _is_error(obs: Any) -> bool:
+    if hasattr(obs, "model_dump"):
+        obs = obs.model_dump()
+    result = obs.get("result")
+    return bool(obs.get("error")) or (isinstance(result, dict) and bool(result.get("is_error")))
+
+
+def _tool_names(obs: Any) -> list[str]:
+    if hasattr(obs, "tools"):
+        return [t.name for t in obs.tools]
+    return [t["name"] for t in obs.get("tools", [])]
+
+
+def _state_dict(state: Any) -> dict[str, Any]:
+    return state.model_dump() if hasattr(state, "model_dump") else dict(state)
+
+
+def _guess(word: str, typed: bool) -> Any:
+    if typed:
+        return CallToolAction(tool_name="guess", arguments={"word": word})
+    return {"type": "call_tool", "tool_name": "guess", "arguments": {"word": word}}
+
+
+def _list_tools(typed: bool) -> Any:
+    return ListToolsAction() if typed else {"type": "list_tools"}
+
+
+def _record(name: str, value: Any) -> dict[str, Any]:
+    obs = value.observation
+    return {"name": name, "observation_type": type(obs).__name__, "text": _text(obs),
+            "is_error": _is_error(obs), "reward": value.reward, "done": value.done}
+
+
+def play_sync(env: Any, task_id: str, wrong: str, answer: str, typed: bool) -> dict[str, Any]:
+    """One whole game in sync code: reset, list tools, a wrong guess, history, the answer, state."""
+    out: dict[str, Any] = {}
+    reset = env.reset(task_id=task_id)
+    out["prompt"] = reset.observation.prompt if typed else _prompt_text(reset.observation)
+    out["reset_done"] = reset.done
+    out["tools"] = _tool_names(env.step(_list_tools(typed)).observation)
+    out["steps"] = [_record("wrong", env.step(_guess(wrong, typed)))]
+    history = CallToolAction(tool_name="get_history", arguments={}) if typed else {
+        "type": "call_tool", "tool_name": "get_history", "arguments": {}}
+    out["steps"].append(_record("history", env.step(history)))
+    out["steps"].append(_record("answer", env.step(_guess(answer, typed))))
+    out["state"] = _state_dict(env.state())
+    return out
+
+
+async def play_async(env: Any, task_id: str, wrong: str, answer: str, typed: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    reset = await env.reset(task_id=task_id)
+    out["prompt"] = reset.observation.prompt if typed else _prompt_text(reset.observation)
+    out["reset_done"] = reset.done
+    out["tools"] = _tool_names((await env.step(_list_tools(typed))).observation)
+    out["steps"] = [_record("wrong", await env.step(_guess(wrong, typed)))]
+    history = CallToolAction(tool_name="get_history", arguments={}) if typed else {
+        "type": "call_tool", "tool_name": "get_history", "arguments": {}}
+    out["steps"].append(_record("history", await env.step(history)))
+    out["steps"].append(_record("answer", await env.step(_guess(answer, typed))))
+    out["state"] = _state_dict(await env.state())
+    return out
+
+
+def generic_sync(url: str, *game: str) -> dict[str, Any]:
+    with GenericEnvClient(base_url=url).sync() as env:
+        return play_sync(env, *game, typed=False)
+
+
+def generic_dual(url: str, *game: str) -> dict[str, Any]:
+    """0.10.0's dual-mode methods: the async client called from plain sync code."""
+    env = GenericEnvClient(base_url=url)
+    try:
+        return play_sync(env, *game, typed=False)
+    finally:
+        env.close()
+
+
+def generic_async(url: str, *game: str) -> dict[str, Any]:
+    async def run() -> dict[str, Any]:
+        async with GenericEnvClient(base_url=url) as env:
+            return await play_async(env, *game, typed=False)
+
+    return asyncio.run(run())
+
+
+def typed_sync(url: str, *game: str) -> dict[str, Any]:
+    with WordleEnv(base_url=url).sync() as env:
+        return play_sync(env, *game, typed=True)
+
+
+def typed_async(url: str, *game: str) -> dict[str, Any]:
+    async def run() -> dict[str, Any]:
+        async with WordleEnv(base_url=url) as env:
+            return await play_async(env, *game, typed=True)
+
+    return asyncio.run(run())
+
+
+def mcp_tool_client(url: str, task_id: str, wrong: str, answer: str) -> dict[str, Any]:
+    """0.10.0's ``MCPToolClient`` (production mode): tools over ``POST /mcp``, reset/step over ``/ws?session_id=``."""
+
+    async def run() -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        async with MCPToolClient(base_url=url) as env:
+            reset = await env.reset(task_id=task_id)
+            out["reset_done"] = reset.done
+            out["tools"] = [t.name for t in await env.list_tools()]
+            out["first"] = str(await env.call_tool("guess", word=wrong))
+            out["history"] = _record("history", await env.step(CallToolAction(tool_name="get_history", arguments={})))
+            out["last"] = str(await env.call_tool("guess", word=answer))
+            out["state"] = _state_dict(await env.state())
+        return out
+
+    return asyncio.run(run())
+
+
+def _server_error(call: Any) -> str | None:
+    """The message of the ``RuntimeError('Server error: ...')`` OpenEnv's client raises, if any."""
+    try:
+        call()
+    except RuntimeError as exc:
+        return str(exc)
+    return None
+
+
+def validation(url: str, task_id: str, wrong: str, answer: str) -> dict[str, Any]:
+    """Malformed actions must come back as OpenEnv error frames and leave the session usable."""
+    out: dict[str, Any] = {}
+    with GenericEnvClient(base_url=url).sync() as env:
+        env.reset(task_id=task_id)
+        out["missing_tool_name"] = _server_error(lambda: env.step({"type": "call_tool"}))
+        out["unknown_action_type"] = _server_error(lambda: env.step({"type": "dance"}))
+        out["arguments_not_object"] = _server_error(
+            lambda: env.step({"type": "call_tool", "tool_name": "guess", "arguments": "crane"}))
+        bad_type = env.step({"type": "call_tool", "tool_name": "guess", "arguments": {"word": 12345}})
+        out["wrong_argument_type"] = _record("wrong_argument_type", bad_type)
+        unknown = env.step({"type": "call_tool", "tool_name": "teleport", "arguments": {}})
+        out["unknown_tool"] = _record("unknown_tool", unknown)
+        out["after"] = _record("answer", env.step(_guess(answer, False)))
+    return out
+
+
+def capacity(url: str, task_id: str, wrong: str, answer: str) -> dict[str, Any]:
+    """With one slot: the first client plays, a second is refused, and the slot frees on close."""
+    out: dict[str, Any] = {}
+    first = GenericEnvClient(base_url=url).sync()
+    with first:
+        first.reset(task_id=task_id)
+        second = GenericEnvClient(base_url=url).sync()
+        try:
+            out["second_refused"] = _server_error(lambda: second.reset(task_id=task_id))
+        finally:
+            second.close()
+        out["first_still_plays"] = _record("answer", first.step(_guess(answer, False)))
+    # The slot is released when the first socket closes: poll with a deadline rather than sleep blindly.
+    deadline = time.monotonic() + 5.0
+    while True:
+        third = GenericEnvClient(base_url=url).sync()
+        try:
+            third_error = _server_error(lambda third=third: third.reset(task_id=task_id))
+        finally:
+            third.close()
+        if third_error is None or "CAPACITY_REACHED" not in third_error or time.monotonic() > deadline:
+            break
+        time.sleep(0.02)
+    out["third_after_close"] = third_error
+    return out
+
+
+SCENARIOS = {"generic-sync": generic_sync, "generic-dual": generic_dual, "generic-async": generic_async,
+             "typed-sync": typed_sync, "typed-async": typed_async, "validation": validation,
+             "capacity": capacity, "mcp-tool-client": mcp_tool_client}
+
+
+def main(argv: list[str]) -> None:
+    url, task_id, wrong, answer, *names = argv
+    for name in names:
+        try:
+            result = SCENARIOS[name](url, task_id, wrong, answer)
+        except Exception as exc:
+            tail = traceback.format_exc().splitlines()[-6:]
+            result = {"error": f"{type(exc).__name__}: {exc}", "traceback": tail}
+        print(json.dumps({"scenario": name, **result}, ensure_ascii=False), flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,59 @@
+"""Run in skyrl-gym's virtualenv: play Wordle through skyrl_gym.make and report JSON lines."""
+
+from __future__ import annotations
+
+import json
+
+import skyrl_gym
+from skyrl_gym.envs.base_text_env import BaseTextEnv
+
+from omnienv.dialects.skyrl_gym import SkyRLTextEnv, dataset_rows, register
+from omnienv.rollout.wordle_solver import next_guess, read_marks
+from tests.dialects.envs import Counter
+
+
+def play(row: dict) -> dict:
+    extras = {key: value for key, value in row.items() if key != "prompt"}
+    env = skyrl_gym.make(row["env_class"], env_config={}, extras={**extras, "max_turns": 12})
+    conversation, meta = env.init(row["prompt"])
+    history: list[tuple[str, str]] = []
+    rewards = []
+    out: dict = {"done": False}
+    while not out["done"]:
+        out = env.step(f"<guess>{next_guess(history)}</guess>")
+        rewards.append(out["reward"])
+        if out["observations"]:
+            history.append(read_marks(out["observations"][0]["content"]))
+    result = {"kind": "wordle", "meta": meta, "is_base_text_env": isinstance(env, BaseTextEnv),
+              "rewards": rewards, "metadata": out["metadata"], "metrics": env.get_metrics(),
+              "turns": env.turns, "system": conversation[0]["role"]}
+    env.close()
+    return result
+
+
+def main() -> None:
+    env_id = register("wordle")
+    assert register("wordle") == env_id  # idempotent
+    for row in dataset_rows("wordle", "test")[:2]:
+        print(json.dumps(play(row)))
+    # An empty prompt gets the tool instructions and the environment's prompt.
+    env = skyrl_gym.make(env_id, env_config={}, extras={"extra_info": {"task_id": "test/0003"}})
+    conversation, meta = env.init([])
+    print(json.dumps({"kind": "empty_prompt", "roles": [m["role"] for m in conversation], "meta": meta,
+                      "tools_listed": "<tools>" in conversation[0]["content"]}))
+    # A crash ends the episode and is flagged, never scored.
+    crash = SkyRLTextEnv({}, {"max_turns": 5}, env=Counter)
+    crash.init([])
+    out = crash.step("<add>-1</add>")
+    print(json.dumps({"kind": "failure", "done": out["done"], "reward": out["reward"],
+                      "failure": out["metadata"].get("failure"), "metrics": crash.get_metrics()}))
+    # A reply without a call is an observation that teaches the format; max_turns truncates.
+    limited = skyrl_gym.make(env_id, env_config={}, extras={"max_turns": 2})
+    limited.init([])
+    first, second = limited.step("hello"), limited.step("hello again")
+    print(json.dumps({"kind": "limit", "first": first["observations"][0]["content"], "first_done": first["done"],
+                      "second_done": second["done"]}))
+
+
+if __name__ == "__main__":
+    main()

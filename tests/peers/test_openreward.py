@@ -1,0 +1,73 @@
+"""openreward 0.1.167's own client (``OpenReward(...).environments.get(name, base_url=URL)``) on our server.
+
+Our server runs here, in the main virtualenv; the script (``tests/peers/openreward/play_wordle.py``)
+runs in openreward's own virtualenv, lists tasks, opens sessions and wins Wordle with the solver.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from omnienv.envs.wordle import Wordle
+from omnienv.server import create_app, running
+from tests.peerenv import PEERS, ROOT, peer_python
+from tests.peers._run import by_kind, run_json
+
+
+@pytest.fixture(scope="module")
+def outcome() -> Iterator[tuple[list[dict[str, Any]], int]]:
+    python = peer_python("openreward")
+    app = create_app(Wordle)
+    with pytest.MonkeyPatch.context() as patch, running(app) as url:
+        patch.setenv("OMNIENV_URL", url)
+        lines = run_json(python, PEERS / "openreward" / "play_wordle.py", timeout=180)
+        yield lines, app.state.manager.active
+
+
+def test_lists_tasks_without_answers_and_splits(outcome: tuple[list[dict[str, Any]], int]) -> None:
+    lines, _ = outcome
+    (tasks,) = by_kind(lines, "tasks")
+    assert tasks["count"] == len(Wordle.tasks("test")) and tasks["env_name"] == "wordle"
+    assert tasks["first"] == {"id": "test/0000", "split": "test", "data": {}}
+    assert tasks["keys"] == ["data", "id", "split"]  # never the answer
+    assert by_kind(lines, "splits")[0]["splits"] == ["train", "test"]
+
+
+def test_tools_in_the_openai_responses_shape(outcome: tuple[list[dict[str, Any]], int]) -> None:
+    (tools,) = by_kind(outcome[0], "tools")
+    guess = tools["tools"][0]
+    assert guess["type"] == "function" and guess["name"] == "guess"
+    assert guess["parameters"]["required"] == ["word"]
+    assert tools["specs"] == ["guess", "get_history"]
+
+
+def test_plays_a_task_to_a_win_then_further_calls_are_refused(outcome: tuple[list[dict[str, Any]], int]) -> None:
+    (episode,) = by_kind(outcome[0], "episode")
+    assert "Wordle" in episode["prompt"]
+    assert episode["finished"] and "Correct!" in episode["last"]
+    assert episode["rewards"][:-1] == [0.0] * (len(episode["rewards"]) - 1)
+    assert episode["rewards"][-1] == 1.0 + 0.5 * (1 - episode["guesses"] / 6)
+    assert episode["refused"]["reason"] == "episode_finished"
+
+
+def test_split_and_index_session_with_bad_calls(outcome: tuple[list[dict[str, Any]], int]) -> None:
+    (indexed,) = by_kind(outcome[0], "indexed")
+    assert indexed["bad"] == "input_validation" and indexed["unknown"] == "not_found"
+    assert indexed["finished"] and indexed["rewards"][-1] > 1.0
+
+
+def test_the_client_deletes_its_sessions(outcome: tuple[list[dict[str, Any]], int]) -> None:
+    assert outcome[1] == 0
+
+
+def test_example_runs_as_written() -> None:
+    python = peer_python("openreward")
+    example = ROOT / "examples" / "ors_wordle.py"
+    result = subprocess.run([str(python), str(example), "--episodes", "2"], capture_output=True, text=True,
+                            timeout=180, cwd=ROOT)
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert result.stdout.count("Correct!") == 2 and "splits ['train', 'test']" in result.stdout

@@ -1,0 +1,61 @@
+"""One private Ray instance per test module: 2 CPUs, small object store, no dashboard, loopback only."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+
+ray = pytest.importorskip("ray", reason="needs the ray extra: pip install 'omnienv[ray]'")
+
+from omnienv.ray import HostPool, connect, disconnect  # noqa: E402
+
+ACTOR = {"num_cpus": 0.5}
+"""Four host actors fit the 2-CPU test instance."""
+
+
+@pytest.fixture(scope="module")
+def ray_local() -> Iterator[None]:
+    os.environ.pop("RAY_ADDRESS", None)
+    temp_dir = tempfile.mkdtemp(prefix="omr-")  # Ray's socket paths must stay short
+    connect(None, num_cpus=2, object_store_memory=80 << 20, temp_dir=temp_dir)
+    try:
+        yield
+    finally:
+        disconnect()
+        shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+@pytest.fixture
+def wordle_hosts(ray_local: None) -> Iterator[HostPool]:
+    """Four fresh Wordle host actors, killed after the test."""
+    with HostPool("wordle", 4, options=ACTOR) as hosts:
+        yield hosts
+
+
+def eventually(predicate: Callable[[], bool], timeout: float = 20.0) -> None:
+    """Poll ``predicate`` until it holds (the server closes sessions after their socket closes)."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition still false after {timeout:g} s")
+        time.sleep(0.01)
+
+
+def kill(actor: object) -> None:
+    """``ray.kill``, then wait until the actor is really gone (the kill is asynchronous)."""
+    ray.kill(actor)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            ray.get(actor.info.remote(), timeout=10)  # type: ignore[attr-defined]
+        except ray.exceptions.RayActorError:
+            return
+        except ray.exceptions.GetTimeoutError:
+            continue
+        time.sleep(0.01)
+    raise AssertionError("the killed actor still answers after 30 s")

@@ -1,0 +1,146 @@
+"""Agent-only mode: agents get tools over MCP, every reset/step/state elsewhere is refused."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import httpx
+import pytest
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+from omnienv.core import AgentOnlyError, UsageError
+from omnienv.protocol.codes import error_from_data
+from omnienv.rollout.wordle_solver import next_guess, read_marks
+from omnienv.server import ServerConfig, create_app
+from tests.server.conftest import eventually, ws
+from tests.server.test_mcp_sdk import leaf
+from tests.server.test_ws import ask, call
+
+TOKEN = "operator-secret"
+
+
+def rpc(method: str, params: dict | None = None) -> dict:
+    return {"jsonrpc": "2.0", "id": 1, "method": method, "params": params or {}}
+
+
+@pytest.fixture
+def agent_only(serve) -> Any:
+    served = serve("wordle", agent_only=True, operator_token=TOKEN)
+    with httpx.Client(base_url=served.url, trust_env=False, timeout=10) as client:
+        client.served = served
+        yield client
+
+
+def operator(client: httpx.Client) -> dict[str, str]:
+    return {"authorization": f"Bearer {TOKEN}"}
+
+
+def refused(response: httpx.Response) -> None:
+    assert response.status_code == 403, response.text
+    data = response.json()["data"]
+    assert data["code"] == "AGENT_ONLY" and "agent-only" in data["message"]
+    assert isinstance(error_from_data(data), AgentOnlyError)
+
+
+def test_the_error_is_a_typed_usage_error() -> None:
+    assert issubclass(AgentOnlyError, UsageError) and AgentOnlyError.code == "AGENT_ONLY"
+
+
+def test_a_token_is_made_when_none_is_given() -> None:
+    app = create_app("wordle", ServerConfig(agent_only=True))
+    assert len(app.state.manager.config.operator_token) >= 20
+
+
+def test_websocket_reset_step_and_state_frames_are_refused(agent_only) -> None:
+    with ws(agent_only.served.url) as connection:
+        for frame in ({"type": "reset", "data": {}}, call("guess", word="crane"), {"type": "state"},
+                      {"type": "mcp", "data": rpc("openenv/session/create")}):
+            reply = ask(connection, frame)
+            if reply["type"] == "mcp":
+                assert reply["data"]["error"]["data"]["code"] == "AGENT_ONLY"
+            else:
+                assert reply == {"type": "error", "data": reply["data"]} and reply["data"]["code"] == "AGENT_ONLY"
+        listed = ask(connection, {"type": "step", "data": {"type": "list_tools"}})
+        assert {t["name"] for t in listed["data"]["observation"]["tools"]} == {"guess", "get_history"}
+
+
+def test_http_reset_step_and_state_are_refused(agent_only) -> None:
+    refused(agent_only.post("/reset", json={}))
+    refused(agent_only.post("/step", json={"action": {"type": "call_tool", "tool_name": "guess",
+                                                      "arguments": {"word": "crane"}}}))
+    refused(agent_only.get("/state"))
+    session = agent_only.post("/sessions").json()["session_id"]
+    refused(agent_only.post(f"/sessions/{session}/reset", json={}))
+    refused(agent_only.post(f"/sessions/{session}/step", json={"type": "call_tool", "tool_name": "guess",
+                                                               "arguments": {"word": "crane"}}))
+    refused(agent_only.get(f"/sessions/{session}/state"))
+    assert agent_only.post("/create_session", json={}).status_code == 404  # ORS/NeMo dialects are off
+    assert agent_only.post("/seed_session", json={}).status_code == 404
+
+
+def test_openenv_json_rpc_is_refused_but_tools_can_be_listed(agent_only) -> None:
+    for method, params in (("openenv/session/create", {}), ("openenv/session/close", {"session_id": "x"}),
+                           ("tools/call", {"name": "guess", "arguments": {"word": "crane"}})):
+        error = agent_only.post("/mcp", json=rpc(method, params)).json()["error"]
+        assert error["data"]["code"] == "AGENT_ONLY", method
+    assert len(agent_only.post("/mcp", json=rpc("tools/list")).json()["result"]["tools"]) == 2
+
+
+def test_operator_routes_need_the_token(agent_only) -> None:
+    for headers in ({}, {"authorization": "Bearer wrong"}):
+        answer = agent_only.post("/operator/sessions", json={}, headers=headers)
+        assert answer.status_code == 401 and answer.json()["data"]["code"] == "AGENT_ONLY"
+    assert agent_only.served.manager.active == 0
+
+
+def test_mcp_initialize_needs_an_operator_episode(agent_only) -> None:
+    async def connect() -> None:
+        async with streamable_http_client(f"{agent_only.served.url}/mcp") as (read, write), \
+                ClientSession(read, write) as session:
+            await session.initialize()
+
+    with pytest.raises(BaseException) as caught:
+        asyncio.run(asyncio.wait_for(connect(), 30))
+    assert "POST /operator/sessions" in str(leaf(caught.value))
+    assert agent_only.served.manager.active == 0
+
+
+def test_the_operator_starts_the_episode_and_the_agent_plays_it_over_mcp(agent_only) -> None:
+    started = agent_only.post("/operator/sessions", json={"task_id": "test/0003"}, headers=operator(agent_only))
+    assert started.status_code == 201
+    session_id, path = started.json()["session_id"], started.json()["mcp_path"]
+    assert path == f"/mcp?session_id={session_id}"
+    assert "guess" in started.json()["data"]["observation"]["content"][0]["text"].lower()
+
+    async def play() -> tuple[list[str], list[str]]:
+        async with streamable_http_client(agent_only.served.url + path) as (read, write), \
+                ClientSession(read, write) as session:
+            await session.initialize()
+            tools = [t.name for t in (await session.list_tools()).tools]
+            history: list[tuple[str, str]] = []
+            texts = []
+            for _ in range(6):
+                result = await session.call_tool("guess", {"word": next_guess(history)})
+                texts.append(result.content[0].text)
+                marks = read_marks(texts[-1])
+                assert marks is not None
+                history.append(marks)
+                if set(marks[1]) == {"🟩"}:
+                    break
+            # the agent cannot reach the infrastructure's view even knowing its session id
+            refused(agent_only.post(f"/sessions/{session_id}/reset", json={}))
+            return tools, texts
+
+    tools, texts = asyncio.run(asyncio.wait_for(play(), 60))
+    assert sorted(tools) == ["get_history", "guess"] and "Correct" in texts[-1]
+    eventually(lambda: not agent_only.served.manager.sessions[session_id].attached)
+    state = agent_only.get(f"/operator/sessions/{session_id}/state", headers=operator(agent_only)).json()
+    assert state["data"]["done"] is True and state["data"]["step_count"] == len(texts)
+    again = agent_only.post(f"/operator/sessions/{session_id}/reset", json={"task_id": "test/0004"},
+                            headers=operator(agent_only))
+    assert again.status_code == 200
+    closed = agent_only.delete(f"/operator/sessions/{session_id}", headers=operator(agent_only)).json()
+    assert closed == {"session_id": session_id, "closed": True}
+    assert agent_only.served.manager.active == 0

@@ -1,0 +1,78 @@
+"""/ui on every server (and off with --no-ui), served from local files, without slowing start-up."""
+
+from __future__ import annotations
+
+import re
+import socket
+import subprocess
+import sys
+import time
+
+import httpx
+import pytest
+
+from omnienv.server import create_app, running
+from omnienv.ui import STATIC_DIR
+
+
+def test_ui_is_served_by_default_and_references_only_local_files() -> None:
+    with running(create_app("wordle")) as url, httpx.Client(base_url=url) as http:
+        bare = http.get("/ui", follow_redirects=False)
+        assert bare.status_code == 307 and bare.headers["location"] == "/ui/"
+        page = http.get("/ui/")
+        assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+        for name in ("play.js", "view.js", "form.js", "render.js", "style.css", "view.html"):
+            assert http.get(f"/ui/{name}").status_code == 200, name
+        assert http.get("/ui/../pyproject.toml").status_code == 404
+    for path in STATIC_DIR.iterdir():  # no CDN: nothing fetched from another host
+        text = path.read_text()
+        assert not re.search(r"(src|href)=[\"']?(https?:)?//", text), path.name
+        assert not re.search(r"(from|import)\s*\(?\s*[\"'](https?:)?//", text), path.name
+
+
+def test_no_ui_turns_it_off() -> None:
+    with running(create_app("wordle", ui=False)) as url:
+        assert httpx.get(f"{url}/ui/").status_code == 404
+        assert httpx.get(f"{url}/health").status_code == 200
+
+
+@pytest.mark.parametrize(("flag", "status"), [("--ui", 200), ("--no-ui", 404)])
+def test_serve_cli_ui_flag(flag: str, status: int) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    command = [sys.executable, "-m", "omnienv.cli.main", "serve", "wordle", "--port", str(port), flag]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert process.poll() is None and time.monotonic() < deadline, "omnienv serve did not start"
+            time.sleep(0.05)
+        assert httpx.get(f"http://127.0.0.1:{port}/ui/").status_code == status
+    finally:
+        process.terminate()
+        try:
+            out, _ = process.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            out, _ = process.communicate(timeout=10)
+    assert (b"/ui/" in out) == (flag == "--ui")  # the start-up line names the page only when it is served
+
+
+def test_the_ui_adds_no_heavy_imports() -> None:
+    """Start-up stays as fast with the pages on: they add only StaticFiles and our tiny package."""
+    code = (
+        "import sys; from omnienv.server import create_app; create_app('wordle', ui=False); "
+        "before = set(sys.modules); create_app('wordle', ui=True); "
+        "print(' '.join(sorted(set(sys.modules) - before)))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          timeout=60)
+    added = set(done.stdout.split())
+    assert "omnienv.ui.routes" in added  # the check can fail: the pages did load
+    assert added <= {"omnienv.ui", "omnienv.ui.routes", "starlette.staticfiles"}, added
