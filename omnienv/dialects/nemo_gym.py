@@ -42,7 +42,6 @@ from omnienv.core.content import Block, ImageBlock, TextBlock
 from omnienv.core.env import AsyncEnvironment, Environment, EnvironmentBase
 from omnienv.core.errors import (
     EnvironmentFailure,
-    MessageTooLargeError,
     MessageValidationError,
     OmniEnvError,
     SessionError,
@@ -50,12 +49,12 @@ from omnienv.core.errors import (
 )
 from omnienv.core.tasks import Task
 from omnienv.core.types import Failure, StepResult, ToolCall
-from omnienv.protocol.codec import decode, encode
+from omnienv.protocol.codec import encode
 from omnienv.protocol.codes import register_code
 from omnienv.protocol.messages import Request as SessionRequest
 from omnienv.protocol.messages import parse_reset
 from omnienv.server.handler import unexpected
-from omnienv.server.http import status_of
+from omnienv.server.http import read_json_object, status_of
 from omnienv.server.sessions import Session, SessionManager
 
 __all__ = [
@@ -170,18 +169,7 @@ class NemoGymRouter:
     # -- request helpers ----------------------------------------------------------------------
 
     async def body(self, request: Request) -> dict[str, Any]:
-        length = request.headers.get("content-length")
-        if length is not None and length.isdigit() and int(length) > self.limit:
-            raise MessageTooLargeError(
-                f"request body of {int(length):,} bytes exceeds the {self.limit:,}-byte limit"
-            )
-        raw = await request.body()
-        if not raw.strip():
-            return {}
-        data = decode(raw, self.limit)
-        if not isinstance(data, dict):
-            raise MessageValidationError(f"the body must be a JSON object, got {type(data).__name__}")
-        return data
+        return await read_json_object(request, self.limit)
 
     def session_id(self, request: Request) -> str | None:
         """The session id the cookie carries; None without a cookie."""

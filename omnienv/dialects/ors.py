@@ -37,7 +37,6 @@ from omnienv.core.errors import (
     EnvironmentFailure,
     EpisodeOverError,
     InvalidArgumentsError,
-    MessageTooLargeError,
     MessageValidationError,
     OmniEnvError,
     SessionNotFoundError,
@@ -47,11 +46,11 @@ from omnienv.core.errors import (
 from omnienv.core.tasks import Task
 from omnienv.core.tools import unknown_tool
 from omnienv.core.types import Observation, StepResult, ToolCall
-from omnienv.protocol.codec import decode, encode
+from omnienv.protocol.codec import encode
 from omnienv.protocol.messages import Request as SessionRequest
 from omnienv.protocol.messages import Reset
 from omnienv.server.handler import unexpected
-from omnienv.server.http import status_of
+from omnienv.server.http import read_json_object, status_of
 from omnienv.server.sessions import Session, SessionManager
 
 __all__ = ["OrsRouter", "ors_blocks", "ors_routes", "ors_split_type"]
@@ -158,18 +157,7 @@ class OrsRouter:
     # -- request helpers ----------------------------------------------------------------------
 
     async def body(self, request: Request) -> dict[str, Any]:
-        length = request.headers.get("content-length")
-        if length is not None and length.isdigit() and int(length) > self.limit:
-            raise MessageTooLargeError(
-                f"request body of {int(length):,} bytes exceeds the {self.limit:,}-byte limit"
-            )
-        raw = await request.body()
-        if not raw.strip():
-            return {}
-        data = decode(raw, self.limit)
-        if not isinstance(data, dict):
-            raise MessageValidationError(f"the body must be a JSON object, got {type(data).__name__}")
-        return data
+        return await read_json_object(request, self.limit)
 
     @staticmethod
     def sid_of(request: Request) -> str:

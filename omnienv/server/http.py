@@ -36,7 +36,7 @@ from omnienv.server.handler import Handler, unexpected
 from omnienv.server.schemas import openapi, schema
 from omnienv.server.sessions import SessionManager
 
-__all__ = ["http_routes", "status_of"]
+__all__ = ["http_routes", "read_json", "read_json_object", "status_of"]
 
 _STATE = GetState()
 
@@ -83,12 +83,21 @@ def _guarded(endpoint: Endpoint) -> Endpoint:
     return run
 
 
-async def _body(request: HTTPRequest, limit: int) -> dict[str, Any]:
+async def read_json(request: HTTPRequest, limit: int) -> Any:
+    """The request's JSON body ({} when empty), refused before reading when it is over ``limit``."""
     length = request.headers.get("content-length")
     if length is not None and length.isdigit() and int(length) > limit:
         raise MessageTooLargeError(f"request body of {int(length):,} bytes exceeds the {limit:,}-byte limit")
     raw = await request.body()
     return decode(raw, limit) if raw.strip() else {}
+
+
+async def read_json_object(request: HTTPRequest, limit: int) -> dict[str, Any]:
+    """:func:`read_json` for routes whose body must be a JSON object."""
+    data = await read_json(request, limit)
+    if not isinstance(data, dict):
+        raise MessageValidationError(f"the body must be a JSON object, got {type(data).__name__}")
+    return data
 
 
 def http_routes(manager: SessionManager, handler: Handler) -> list[Route]:
@@ -139,12 +148,12 @@ def http_routes(manager: SessionManager, handler: Handler) -> list[Route]:
 
     async def session_reset(request: HTTPRequest) -> Response:
         session = manager.get(request.path_params["session_id"])
-        kind, data = await handler.run(session, parse_reset(await _body(request, limit)))
+        kind, data = await handler.run(session, parse_reset(await read_json(request, limit)))
         return _json({"type": kind, "data": data})
 
     async def session_step(request: HTTPRequest) -> Response:
         session = manager.get(request.path_params["session_id"])
-        body = await _body(request, limit)
+        body = await read_json(request, limit)
         action = body.get("action") if isinstance(body.get("action"), dict) else body
         kind, data = await handler.run(session, parse_action(action))
         return _json({"type": kind, "data": data})
@@ -158,7 +167,7 @@ def http_routes(manager: SessionManager, handler: Handler) -> list[Route]:
 
     async def stateless_reset(request: HTTPRequest) -> Response:
         handler.refuse_agents()
-        reset = parse_reset(await _body(request, limit))
+        reset = parse_reset(await read_json(request, limit))
         env = await manager.new_env()
         try:
             observation = await env.reset(manager.task_for(reset), reset.seed)
@@ -168,7 +177,7 @@ def http_routes(manager: SessionManager, handler: Handler) -> list[Route]:
 
     async def stateless_step(request: HTTPRequest) -> Response:
         handler.refuse_agents()
-        body = await _body(request, limit)
+        body = await read_json(request, limit)
         action = body.get("action")
         if not isinstance(action, dict):
             raise MessageValidationError("the body must be {\"action\": {\"type\": \"call_tool\", ...}}")

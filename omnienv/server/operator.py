@@ -23,10 +23,11 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from omnienv.core.errors import AgentOnlyError, OmniEnvError
-from omnienv.protocol.codec import decode, encode
+from omnienv.protocol.codec import encode
 from omnienv.protocol.codes import error_data
 from omnienv.protocol.messages import GetState, parse_reset
 from omnienv.server.handler import Handler, unexpected
+from omnienv.server.http import read_json
 from omnienv.server.sessions import SessionManager
 
 __all__ = ["operator_routes"]
@@ -61,9 +62,8 @@ def operator_routes(manager: SessionManager, handler: Handler) -> list[Route]:
 
         return run
 
-    async def body(request: HTTPRequest) -> dict[str, Any]:
-        raw = await request.body()
-        return decode(raw, limit) if raw.strip() else {}
+    async def body(request: HTTPRequest) -> Any:
+        return await read_json(request, limit)
 
     async def open_session(request: HTTPRequest) -> Response:
         reset = parse_reset(await body(request))

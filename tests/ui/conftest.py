@@ -19,7 +19,7 @@ CHROMIUM_ARGS = [
 TIMEOUT_MS = 15_000
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")  # Playwright's sync API holds an event loop until it stops: not past tests/ui
 def browser() -> Iterator[Any]:
     playwright_api = pytest.importorskip("playwright.sync_api", reason="pip install 'omnienv[dev]' (playwright)")
     if not os.path.exists(CHROMIUM):
