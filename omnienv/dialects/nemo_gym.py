@@ -51,7 +51,6 @@ from omnienv.core.tasks import Task
 from omnienv.core.types import Failure, StepResult, ToolCall
 from omnienv.protocol.codec import encode
 from omnienv.protocol.codes import register_code
-from omnienv.protocol.messages import Request as SessionRequest
 from omnienv.protocol.messages import parse_reset
 from omnienv.server.handler import unexpected
 from omnienv.server.http import read_json_object, status_of
@@ -216,22 +215,6 @@ class NemoGymRouter:
     def forget(self, sid: str) -> None:
         self.rollouts.pop(sid, None)
 
-    async def run(self, session: Session, request: SessionRequest, call: Awaitable[Any]) -> Any:
-        """Run ``call`` under the session's state machine (one request at a time)."""
-        try:
-            session.machine.begin(request)
-        except BaseException:
-            if hasattr(call, "close"):
-                call.close()  # type: ignore[union-attr]
-            raise
-        ok = False
-        try:
-            result = await call
-            ok = True
-            return result
-        finally:
-            session.machine.end(request, ok)
-            session.last_active = time.monotonic()
 
     # -- the base routes ----------------------------------------------------------------------
 
@@ -249,7 +232,7 @@ class NemoGymRouter:
         task = self.manager.task_for(reset)
         session = await self.manager.open(owned=False)
         try:
-            await self.run(session, reset, self.manager.reset(session, reset))
+            await session.exclusive(reset, self.manager.reset(session, reset))
         except BaseException:
             await self.manager.close(session)
             raise
@@ -264,7 +247,7 @@ class NemoGymRouter:
         call = ToolCall(name, arguments)
         session = rollout.session
         try:
-            result: StepResult = await self.run(session, call, self.manager.step(session, call))
+            result: StepResult = await session.exclusive(call, self.manager.step(session, call))
         except EnvironmentFailure as exc:  # a hung or lost step voids the episode: /verify masks it
             rollout.failure = session.machine.failure or Failure("env_error", exc.message)
             raise

@@ -47,7 +47,6 @@ from omnienv.core.tasks import Task
 from omnienv.core.tools import unknown_tool
 from omnienv.core.types import Observation, StepResult, ToolCall
 from omnienv.protocol.codec import encode
-from omnienv.protocol.messages import Request as SessionRequest
 from omnienv.protocol.messages import Reset
 from omnienv.server.handler import unexpected
 from omnienv.server.http import read_json_object, status_of
@@ -210,23 +209,6 @@ class OrsRouter:
         if name is not None and name != self.name:
             raise TaskError(f"this server serves environment '{self.name}', not {name!r}")
 
-    async def run(self, session: Session, request: SessionRequest, call: Awaitable[Any]) -> Any:
-        """Run ``call`` under the session's state machine (one request at a time)."""
-        machine = session.machine
-        try:
-            machine.begin(request)
-        except BaseException:
-            if hasattr(call, "close"):
-                call.close()  # type: ignore[union-attr]
-            raise
-        ok = False
-        try:
-            result = await call
-            ok = True
-            return result
-        finally:
-            machine.end(request, ok)
-            session.last_active = time.monotonic()
 
     # -- discovery ----------------------------------------------------------------------------
 
@@ -313,7 +295,7 @@ class OrsRouter:
         session = await self.manager.open(owned=False)
         try:
             reset = Reset(None, task.id if task else None, task.split if task else None)
-            observation: Observation = await self.run(session, reset, self.manager.reset(session, reset))
+            observation: Observation = await session.exclusive(reset, self.manager.reset(session, reset))
         except BaseException:
             await self.manager.close(session)
             raise
@@ -396,7 +378,7 @@ class OrsRouter:
             return _refusal(exc.message, "input_validation")
         call = ToolCall(name, arguments)
         try:
-            result: StepResult = await self.run(ors.session, call, self.manager.step(ors.session, call))
+            result: StepResult = await ors.session.exclusive(call, self.manager.step(ors.session, call))
         except EpisodeOverError as exc:
             ors.finished = True
             return _refusal(exc.message, "episode_finished")

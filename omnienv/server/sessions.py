@@ -58,6 +58,23 @@ class Session:
         self.expire: Callable[[str], object] | None = None
         """Set by the transport holding a connection: closes it when the session is reaped."""
 
+    async def exclusive(self, request: Any, call: Awaitable[Any]) -> Any:
+        """Run ``call`` under the session's state machine: one request at a time, activity noted."""
+        try:
+            self.machine.begin(request)
+        except BaseException:
+            if hasattr(call, "close"):
+                call.close()  # the coroutine never runs: close it so it is not reported unawaited
+            raise
+        ok = False
+        try:
+            result = await call
+            ok = True
+            return result
+        finally:
+            self.machine.end(request, ok)
+            self.last_active = time.monotonic()
+
 
 class SessionManager:
     """Opens, finds, steps and closes sessions within the configured limits."""
