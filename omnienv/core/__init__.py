@@ -5,6 +5,7 @@ from omnienv.core.content import Block, ImageBlock, TextBlock
 from omnienv.core.env import AsyncEnv, AsyncEnvironment, Environment, EnvironmentBase, as_async
 from omnienv.core.errors import (
     ActionError,
+    AgentCausedEnd,
     AgentOnlyError,
     CapacityError,
     EnvironmentDefinitionError,
@@ -37,6 +38,7 @@ from omnienv.core.types import Failure, Observation, State, StepResult, ToolCall
 
 __all__ = [
     "ActionError",
+    "AgentCausedEnd",
     "AgentOnlyError",
     "AsyncEnv",
     "AsyncEnvironment",

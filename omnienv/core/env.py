@@ -31,6 +31,7 @@ from typing import Any, ClassVar, Protocol, TypeAlias
 from omnienv.core.content import Block, TextBlock, as_blocks
 from omnienv.core.errors import (
     ActionError,
+    AgentCausedEnd,
     EnvironmentDefinitionError,
     EnvironmentFailure,
     EpisodeOverError,
@@ -169,7 +170,7 @@ class EnvironmentBase:
             raise unknown_tool(call.name, self.tools)
         return spec, spec.validate(call.arguments)
 
-    def _record(self, episode: _Episode, output: ToolOutput | ActionError) -> StepResult:
+    def _record(self, episode: _Episode, output: ToolOutput | ActionError | AgentCausedEnd) -> StepResult:
         """Turn what the tool returned (or the agent's mistake) into this step's result."""
         episode.step_count += 1
         if type(output) is ToolResult:
@@ -180,6 +181,10 @@ class EnvironmentBase:
             error = {"code": output.code, "message": output.message}
             result = StepResult(Observation((TextBlock(output.message),), True), 0.0, False, False,
                                 {"error": error})
+        elif isinstance(output, AgentCausedEnd):
+            ended = {"reason": output.reason, "message": output.message}
+            result = StepResult(Observation((TextBlock(output.message),), True), 0.0, True, False,
+                                {"ended_by_agent": ended})
         else:
             result = StepResult(Observation(as_blocks(output)), 0.0, False, False, {})
         limit = self.max_turns
@@ -274,8 +279,8 @@ class Environment(EnvironmentBase):
         episode = self._require_active()
         try:
             spec, arguments = self._resolve_call(call)
-            output: ToolOutput | ActionError = spec.function(self, **arguments)
-        except ActionError as exc:
+            output: ToolOutput | ActionError | AgentCausedEnd = spec.function(self, **arguments)
+        except (ActionError, AgentCausedEnd) as exc:
             output = exc
         except Exception as exc:
             return self._fail(episode, f"tool '{call.name}'", exc)
@@ -324,7 +329,7 @@ class AsyncEnvironment(EnvironmentBase):
             output = spec.function(self, **arguments)
             if spec.is_async:
                 output = await output
-        except ActionError as exc:
+        except (ActionError, AgentCausedEnd) as exc:
             output = exc
         except Exception as exc:
             return self._fail(episode, f"tool '{call.name}'", exc)

@@ -17,6 +17,7 @@ client can turn the frame back into the same class (the table lives in ``omnienv
     │   ├── UnknownToolError
     │   ├── InvalidArgumentsError
     │   └── ToolError                raised by a tool to tell the agent what went wrong
+    ├── AgentCausedEnd               the agent's own actions ended the episode inside its limits
     ├── ProtocolError                a frame broke the wire protocol; the session survives it
     │   ├── InvalidJSONError         not JSON                     (INVALID_JSON)
     │   ├── UnknownMessageError      unknown message type         (UNKNOWN_TYPE)
@@ -32,6 +33,13 @@ client can turn the frame back into the same class (the table lives in ``omnienv
 
 Agent mistakes (``ActionError``) never end a session: ``step`` returns them as an error
 observation, so the model can read and recover. Everything else is raised to the caller.
+
+Failure attribution is one rule (:func:`omnienv.core.env.EnvironmentBase.step` applies it):
+``EnvironmentFailure`` (the sandbox could not start, the server's bug, a lost connection, the host
+killing a sandbox that stayed inside its limits) flags the episode and trainers mask it;
+``AgentCausedEnd`` (the agent's code killed its kernel, it hit its memory, time or output limit)
+ends the episode as an ordinary outcome, scored by the rubric, with ``info["ended_by_agent"]``
+saying why. Any other exception from a tool is the environment's bug, hence a failure.
 """
 
 from __future__ import annotations
@@ -40,6 +48,7 @@ from typing import ClassVar
 
 __all__ = [
     "ActionError",
+    "AgentCausedEnd",
     "AgentOnlyError",
     "CapacityError",
     "EnvironmentDefinitionError",
@@ -122,6 +131,20 @@ class ToolError(ActionError):
     """Raise from a tool to answer the agent with an error message (the episode goes on)."""
 
     code = "TOOL_ERROR"
+
+
+class AgentCausedEnd(OmniEnvError):
+    """Raise from a tool when the agent's own actions ended the episode inside its limits.
+
+    Not an infrastructure failure, so never masked: the episode ends (``done``), the rubric scores
+    it, the agent reads ``message``, and ``info["ended_by_agent"]`` carries ``reason``.
+    """
+
+    code = "AGENT_CAUSED_END"
+
+    def __init__(self, message: str, reason: str = "agent_caused_end") -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 class EnvironmentFailure(OmniEnvError):

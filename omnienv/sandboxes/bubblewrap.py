@@ -20,6 +20,7 @@ from omnienv.core import EnvironmentFailure
 
 __all__ = [
     "HOME",
+    "LAUNCH_ENV",
     "Limits",
     "SandboxUnavailableError",
     "bwrap_command",
@@ -29,6 +30,11 @@ __all__ = [
 
 HOME = "/home/user"
 """The work directory as the sandboxed program sees it (also its ``$HOME`` and cwd)."""
+
+LAUNCH_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
+"""The whole environment bwrap itself runs with. ``--clearenv`` empties only the sandboxed
+program's environment; bwrap's own (the sandbox's pid 1, readable in ``/proc/1/environ``) is
+what it was started with, so it must never be the server's."""
 
 _ETC = (
     "alternatives", "fonts", "hosts", "ld.so.cache", "ld.so.conf", "ld.so.conf.d",
@@ -45,11 +51,15 @@ class SandboxUnavailableError(EnvironmentFailure):
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """Per-sandbox resource limits.
+    """Resource limits: per process (``prlimit``) and per sandbox (cgroups, tmpfs sizes).
 
-    ``memory_bytes`` caps the address space (RLIMIT_AS), so a runaway allocation fails inside the
-    program (Python raises MemoryError) instead of drawing the host's OOM killer.
+    ``memory_bytes`` caps each process's address space (RLIMIT_AS), so a runaway allocation fails
+    inside the program (Python raises MemoryError) instead of drawing an OOM kill.
     ``processes`` counts threads too (RLIMIT_NPROC), and a kernel runs about ten of its own.
+    ``total_memory_bytes``, ``total_processes`` and ``cpus`` bound the whole sandbox (every
+    process, and what it keeps in its in-memory ``/tmp``, ``/dev/shm`` and work dir) through its
+    cgroup where the machine allows one (:mod:`omnienv.sandboxes.cgroups`). ``tmp_bytes``,
+    ``shm_bytes`` and ``work_bytes`` size ``/tmp``, ``/dev/shm`` and the work directory.
     """
 
     memory_bytes: int = 2 * 1024**3
@@ -58,6 +68,11 @@ class Limits:
     open_files: int = 1024
     file_bytes: int = 512 * 1024**2
     tmp_bytes: int = 128 * 1024**2
+    shm_bytes: int = 64 * 1024**2
+    work_bytes: int = 512 * 1024**2
+    total_memory_bytes: int = 3 * 1024**3
+    total_processes: int = 256
+    cpus: float = 1.0
 
     def prlimit_args(self) -> list[str]:
         return [
@@ -98,16 +113,20 @@ def bwrap_command(
     env: Mapping[str, str] | None = None,
     limits: Limits | None = None,
     hostname: str = "sandbox",
+    block_fd: int | None = None,
 ) -> list[str]:
     """The full command line that runs ``argv`` in a fresh sandbox.
 
     ``work_dir`` (a host directory) is mounted writable at :data:`HOME`. Each of ``shared_dirs``
     is mounted writable at its own host path, so that Unix sockets made inside are reachable from
-    the host under the same name. ``read_only`` paths are mounted at their own path.
+    the host under the same name. ``read_only`` paths are mounted at their own path. With
+    ``block_fd``, bwrap waits to start ``argv`` until a byte can be read from it (so that the
+    caller can move the sandbox into its cgroup first).
     """
     limits = limits or Limits()
     cmd = [
         bwrap_path(),
+        *(["--block-fd", str(block_fd)] if block_fd is not None else []),
         "--unshare-all",  # network, pid, ipc, uts, cgroup and user namespaces
         "--unshare-user", "--uid", "1000", "--gid", "1000",
         "--die-with-parent",
@@ -128,8 +147,9 @@ def bwrap_command(
             cmd += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
     # The private /tmp comes before the binds: a virtualenv or socket directory that lives under
     # the host's /tmp (a CI checkout, say) is then mounted on top of it instead of hidden by it.
-    cmd += ["--proc", "/proc", "--dev", "/dev", "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp"]
-    for path in [*python_paths(), *read_only]:
+    cmd += ["--proc", "/proc", "--dev", "/dev", "--size", str(limits.shm_bytes), "--tmpfs", "/dev/shm"]
+    cmd += ["--size", str(limits.tmp_bytes), "--tmpfs", "/tmp"]
+    for path in read_only:
         cmd += ["--ro-bind", path, path]
     for host_path, inside in files:
         cmd += ["--ro-bind", host_path, inside]

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from omnienv.core import EnvironmentFailure
-from omnienv.sandboxes.bubblewrap import HOME, Limits, bwrap_command
+from omnienv.sandboxes.bubblewrap import HOME, Limits, bwrap_command, python_paths
 from omnienv.sandboxes.cells import BoundedText, CellError, CellOutput, CodeSandbox, OutputLimits, strip_ansi
 
 __all__ = [
@@ -233,7 +233,7 @@ class SandboxedKernel:
         argv = [sys.executable, "-c", BOOT_CODE, str(lifeline), str(connection_file)]
         command = bwrap_command(
             argv, work_dir=str(self.host_work_dir), shared_dirs=[str(self.run_dir)],
-            env=KERNEL_ENV, limits=self.limits,
+            env=KERNEL_ENV, limits=self.limits, read_only=python_paths(),
             files=[(str(self.run_dir / "passwd"), "/etc/passwd"), (str(self.run_dir / "group"), "/etc/group")],
         )
         with open(self.run_dir / "kernel.log", "wb") as log:

@@ -1,0 +1,321 @@
+"""One session's sandbox: the single way omnienv starts a process on a session's behalf.
+
+Kernels, X clients, the window manager, input tools and shells all start through
+:meth:`Sandbox.spawn`, so every one of them gets the same guarantees:
+
+- **bubblewrap** (:mod:`omnienv.sandboxes.bubblewrap`): no network, read-only system, a private
+  pid namespace (everything it forks dies with it), private sized ``/tmp`` and ``/dev/shm``, and an
+  explicit environment: bwrap itself starts with :data:`~omnienv.sandboxes.bubblewrap.LAUNCH_ENV`,
+  never the server's, so ``/proc/1/environ`` holds no secret.
+- **one cgroup** per sandbox (:mod:`omnienv.sandboxes.cgroups`), joined before the program runs
+  (bwrap waits on ``--block-fd`` until the host has moved it), for total memory, processes and CPU.
+- **a size-capped work dir**: a tmpfs of ``Limits.work_bytes`` mounted on the host side where the
+  machine allows mounts; it is also charged to the sandbox's memory.
+- **nothing left behind**: :meth:`Sandbox.close` kills the cgroup, the process groups and the
+  process trees, unmounts the work dir and deletes every file. A sandbox whose owner died (its
+  ``owner.lock`` is free) is swept by the next :func:`sweep_stale`.
+
+The host exchanges data with the sandbox only through pipes, sockets it owns, or files opened in
+the work dir without following symlinks (:meth:`Sandbox.read_work_file`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import errno
+import fcntl
+import functools
+import logging
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import tempfile
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from omnienv.sandboxes.bubblewrap import HOME, LAUNCH_ENV, Limits, bwrap_command
+from omnienv.sandboxes.cgroups import Cgroup, probe
+
+__all__ = ["Sandbox", "sweep_stale"]
+
+logger = logging.getLogger("omnienv.sandbox")
+
+_MS_NOSUID, _MS_NODEV = 2, 4
+_MNT_DETACH = 2
+_LOCK = "owner.lock"
+
+
+@functools.cache
+def _libc() -> Any:
+    return ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+
+
+def _mount_tmpfs(path: Path, size: int) -> bool:
+    options = f"size={size},mode=0755".encode()
+    if _libc().mount(b"tmpfs", str(path).encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, options) == 0:
+        return True
+    _warn_no_quota(os.strerror(ctypes.get_errno()))
+    return False
+
+
+@functools.cache
+def _warn_no_quota(reason: str) -> None:
+    logger.warning("sandbox work directories are NOT size-capped (%s: mounting a tmpfs needs root or "
+                   "CAP_SYS_ADMIN); only the per-file size limit applies. See docs/security.md.", reason)
+
+
+def _unmount(path: Path) -> None:
+    if _libc().umount2(str(path).encode(), _MNT_DETACH) != 0 and ctypes.get_errno() not in (errno.EINVAL,
+                                                                                            errno.ENOENT):
+        logger.warning("could not unmount %s: %s", path, os.strerror(ctypes.get_errno()))
+
+
+def _is_mount(path: Path) -> bool:
+    with contextlib.suppress(OSError):
+        return os.stat(path).st_dev != os.stat(path.parent).st_dev
+    return False
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    with contextlib.suppress(OSError):
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as f:
+                found.extend(int(child) for child in f.read().split())
+    return found
+
+
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and its descendants, parents first."""
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        found.append(current)
+        todo.extend(_children(current))
+    return found
+
+
+class Sandbox:
+    """Isolation for one session; see the module docs. Thread-safe; ``close`` is idempotent."""
+
+    def __init__(self, limits: Limits | None = None, *, base_dir: str | None = None,
+                 prefix: str = "omnienv-sandbox-") -> None:
+        self.limits = limits or Limits()
+        self.root = Path(tempfile.mkdtemp(prefix=prefix, dir=base_dir))
+        self.run_dir = self.root / "run"
+        self.work_dir = self.root / "work"
+        self.run_dir.mkdir()
+        self.work_dir.mkdir()
+        # Held while this process owns the sandbox; a free lock marks the files of a dead owner.
+        self._owner_lock = os.open(self.root / _LOCK, os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600)
+        fcntl.flock(self._owner_lock, fcntl.LOCK_EX)
+        self.work_capped = _mount_tmpfs(self.work_dir, self.limits.work_bytes)
+        limits = self.limits
+        self.cgroup = Cgroup.create(memory_bytes=limits.total_memory_bytes, processes=limits.total_processes,
+                                    cpus=limits.cpus, name=self.root.name)
+        self.processes: list[subprocess.Popen[bytes]] = []
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"Sandbox({str(self.root)!r}, processes={len(self.processes)}, {self.cgroup!r})"
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def spawn(
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        shared_dirs: Sequence[str] = (),
+        read_only: Sequence[str] = (),
+        files: Sequence[tuple[str, str]] = (),
+        stdin: int | IO[Any] | None = subprocess.DEVNULL,
+        stdout: int | IO[Any] | None = subprocess.DEVNULL,
+        stderr: int | IO[Any] | None = subprocess.DEVNULL,
+        pass_fds: Sequence[int] = (),
+        hostname: str = "sandbox",
+    ) -> subprocess.Popen[bytes]:
+        """Start ``argv`` inside the sandbox, in its cgroup from its first instruction.
+
+        ``env`` is the program's whole environment (nothing of the host's is added); ``argv`` is
+        passed to bwrap as separate words and never through a shell.
+        """
+        if self._closed:
+            raise RuntimeError("the sandbox is closed")
+        gate_read, gate_write = os.pipe()
+        try:
+            command = bwrap_command(
+                argv, work_dir=str(self.work_dir), shared_dirs=shared_dirs, read_only=read_only, files=files,
+                env=env, limits=self.limits, hostname=hostname, block_fd=gate_read,
+            )
+            process = subprocess.Popen(
+                command, stdin=stdin, stdout=stdout, stderr=stderr, env=dict(LAUNCH_ENV),
+                start_new_session=True, close_fds=True, pass_fds=(gate_read, *pass_fds),
+            )
+        except BaseException:
+            os.close(gate_write)
+            raise
+        finally:
+            os.close(gate_read)
+        with self._lock:
+            self.processes.append(process)
+        try:
+            self._join_cgroup(process.pid)
+        except OSError as exc:
+            self._kill_process(process)
+            os.close(gate_write)
+            raise RuntimeError(f"cannot move the sandbox into its cgroup: {exc}") from exc
+        os.write(gate_write, b"1")  # bwrap may start the program now
+        os.close(gate_write)
+        return process
+
+    def _join_cgroup(self, pid: int) -> None:
+        if not self.cgroup.dirs:
+            return
+        # bwrap has forked at most its namespace child, which waits on the gate: moving the
+        # parent, then whatever it had already forked, leaves nothing outside.
+        self.cgroup.add(pid)
+        for child in process_tree(pid)[1:]:
+            with contextlib.suppress(ProcessLookupError):
+                self.cgroup.add(child)
+
+    def pids(self) -> set[int]:
+        """Every live process of the sandbox that the host can see."""
+        found = set(self.cgroup.pids())
+        with self._lock:
+            processes = list(self.processes)
+        for process in processes:
+            if process.poll() is None:
+                found.update(process_tree(process.pid))
+        return found
+
+    def memory_limit_hits(self) -> int:
+        """How often the sandbox's processes together hit the memory limit (OOM kills)."""
+        return self.cgroup.memory_events()
+
+    def _kill_process(self, process: subprocess.Popen[bytes]) -> None:
+        if process.poll() is None:
+            for pid in process_tree(process.pid):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=10)
+
+    def kill(self) -> None:
+        """Kill every process of the sandbox and reap them; the files stay."""
+        self.cgroup.kill()
+        with self._lock:
+            processes = list(self.processes)
+        for process in processes:
+            self._kill_process(process)
+
+    def read_work_file(self, path: str, limit: int) -> bytes | None:
+        """Up to ``limit`` bytes of a regular file in the work dir, never following a symlink."""
+        fd = self._open_in_work(path, os.O_RDONLY)
+        if fd is None:
+            return None
+        with os.fdopen(fd, "rb") as f:
+            return f.read(limit)
+
+    def write_work_file(self, path: str, data: bytes) -> None:
+        """Write a file in the work dir (parents made), never following a symlink the agent planted."""
+        parts = _relative_parts(path)
+        dir_fd = os.open(self.work_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        try:
+            for part in parts[:-1]:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(part, 0o755, dir_fd=dir_fd)
+                next_fd = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dir_fd)
+                os.close(dir_fd)
+                dir_fd = next_fd
+            fd = os.open(parts[-1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644, dir_fd=dir_fd)
+        finally:
+            os.close(dir_fd)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+
+    def _open_in_work(self, path: str, flags: int) -> int | None:
+        try:
+            parts = _relative_parts(path)
+        except ValueError:
+            return None
+        dir_fd = os.open(self.work_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        try:
+            for part in parts[:-1]:
+                next_fd = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dir_fd)
+                os.close(dir_fd)
+                dir_fd = next_fd
+            fd = os.open(parts[-1], flags | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
+        except OSError:
+            return None
+        finally:
+            os.close(dir_fd)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # a FIFO or device would block or lie
+            os.close(fd)
+            return None
+        return fd
+
+    def close(self) -> None:
+        """Kill everything, unmount, delete the files and the cgroup. Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self.kill()
+        self.cgroup.remove()
+        _remove_root(self.root)
+        os.close(self._owner_lock)
+
+
+def _relative_parts(path: str) -> list[str]:
+    """The components of a path inside the work dir (``/home/user/...`` accepted); refuses escapes."""
+    text = path[len(HOME):].lstrip("/") if path == HOME or path.startswith(HOME + "/") else path
+    parts = [p for p in text.split("/") if p not in ("", ".")]
+    if not parts or ".." in parts or text.startswith("/"):
+        raise ValueError(f"'{path}' is not a file inside the work directory; use a relative path")
+    return parts
+
+
+def _remove_root(root: Path) -> None:
+    work = root / "work"
+    if _is_mount(work):
+        _unmount(work)
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def sweep_stale(base_dir: str | None = None, prefix: str = "omnienv-") -> int:
+    """Delete the sandboxes of owners that died (their lock is free): files, mounts, cgroups."""
+    base = Path(base_dir or tempfile.gettempdir())
+    removed = 0
+    with contextlib.suppress(OSError):
+        for root in base.iterdir():
+            if not root.name.startswith(prefix):
+                continue
+            try:
+                fd = os.open(root / _LOCK, os.O_RDWR | os.O_CLOEXEC)
+            except OSError:
+                continue  # still being created, or not ours
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
+                continue  # its owner is alive
+            try:
+                if probe().parents:
+                    Cgroup(probe(), root.name).remove()
+                _remove_root(root)
+            finally:
+                os.close(fd)
+            removed += 1
+    return removed
