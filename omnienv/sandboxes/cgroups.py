@@ -120,7 +120,8 @@ def probe() -> CgroupSupport:
         logger.warning(
             "sandbox limits NOT enforced per sandbox for %s: %s; each process is still limited on its own "
             "(prlimit), but processes of one sandbox together can exceed them. See docs/security.md.",
-            ", ".join(sorted(missing)), support.reason or f"cgroup v{support.version} lacks those controllers",
+            ", ".join(sorted(missing)),
+            support.reason or f"cgroup v{support.version} lacks those controllers",
         )
     return support
 
@@ -154,12 +155,20 @@ class Cgroup:
 
     def set_limits(self, *, memory_bytes: int, processes: int, cpus: float) -> None:
         self._write("memory", "memory.limit_in_bytes", "memory.max", str(memory_bytes))
-        self._write("memory", "memory.memsw.limit_in_bytes", "memory.swap.max",
-                    str(memory_bytes) if self.support.version == 1 else "0")
+        self._write(
+            "memory",
+            "memory.memsw.limit_in_bytes",
+            "memory.swap.max",
+            str(memory_bytes) if self.support.version == 1 else "0",
+        )
         self._write("pids", "pids.max", "pids.max", str(processes))
         quota = max(1000, int(cpus * _CPU_PERIOD_US))
-        self._write("cpu", "cpu.cfs_quota_us", "cpu.max",
-                    str(quota) if self.support.version == 1 else f"{quota} {_CPU_PERIOD_US}")
+        self._write(
+            "cpu",
+            "cpu.cfs_quota_us",
+            "cpu.max",
+            str(quota) if self.support.version == 1 else f"{quota} {_CPU_PERIOD_US}",
+        )
 
     def add(self, pid: int) -> None:
         """Move ``pid`` into every controller's cgroup."""

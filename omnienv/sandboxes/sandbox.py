@@ -66,13 +66,15 @@ def _mount_tmpfs(path: Path, size: int) -> bool:
 
 @functools.cache
 def _warn_no_quota(reason: str) -> None:
-    logger.warning("sandbox work directories are NOT size-capped (%s: mounting a tmpfs needs root or "
-                   "CAP_SYS_ADMIN); only the per-file size limit applies. See docs/security.md.", reason)
+    logger.warning(
+        "sandbox work directories are NOT size-capped (%s: mounting a tmpfs needs root or "
+        "CAP_SYS_ADMIN); only the per-file size limit applies. See docs/security.md.",
+        reason,
+    )
 
 
 def _unmount(path: Path) -> None:
-    if _libc().umount2(str(path).encode(), _MNT_DETACH) != 0 and ctypes.get_errno() not in (errno.EINVAL,
-                                                                                            errno.ENOENT):
+    if _libc().umount2(str(path).encode(), _MNT_DETACH) != 0 and ctypes.get_errno() not in (errno.EINVAL, errno.ENOENT):
         logger.warning("could not unmount %s: %s", path, os.strerror(ctypes.get_errno()))
 
 
@@ -104,8 +106,9 @@ def process_tree(pid: int) -> list[int]:
 class Sandbox:
     """Isolation for one session; see the module docs. Thread-safe; ``close`` is idempotent."""
 
-    def __init__(self, limits: Limits | None = None, *, base_dir: str | None = None,
-                 prefix: str = "omnienv-sandbox-") -> None:
+    def __init__(
+        self, limits: Limits | None = None, *, base_dir: str | None = None, prefix: str = "omnienv-sandbox-"
+    ) -> None:
         self.limits = limits or Limits()
         self.root = Path(tempfile.mkdtemp(prefix=prefix, dir=base_dir))
         self.run_dir = self.root / "run"
@@ -117,8 +120,12 @@ class Sandbox:
         fcntl.flock(self._owner_lock, fcntl.LOCK_EX)
         self.work_capped = _mount_tmpfs(self.work_dir, self.limits.work_bytes)
         limits = self.limits
-        self.cgroup = Cgroup.create(memory_bytes=limits.total_memory_bytes, processes=limits.total_processes,
-                                    cpus=limits.cpus, name=self.root.name)
+        self.cgroup = Cgroup.create(
+            memory_bytes=limits.total_memory_bytes,
+            processes=limits.total_processes,
+            cpus=limits.cpus,
+            name=self.root.name,
+        )
         self.processes: list[subprocess.Popen[bytes]] = []
         self._lock = threading.Lock()
         self._closed = False
@@ -154,12 +161,25 @@ class Sandbox:
         gate_read, gate_write = os.pipe()
         try:
             command = bwrap_command(
-                argv, work_dir=str(self.work_dir), shared_dirs=shared_dirs, read_only=read_only, files=files,
-                env=env, limits=self.limits, hostname=hostname, block_fd=gate_read,
+                argv,
+                work_dir=str(self.work_dir),
+                shared_dirs=shared_dirs,
+                read_only=read_only,
+                files=files,
+                env=env,
+                limits=self.limits,
+                hostname=hostname,
+                block_fd=gate_read,
             )
             process = subprocess.Popen(
-                command, stdin=stdin, stdout=stdout, stderr=stderr, env=dict(LAUNCH_ENV),
-                start_new_session=True, close_fds=True, pass_fds=(gate_read, *pass_fds),
+                command,
+                stdin=stdin,
+                stdout=stdout,
+                stderr=stderr,
+                env=dict(LAUNCH_ENV),
+                start_new_session=True,
+                close_fds=True,
+                pass_fds=(gate_read, *pass_fds),
             )
         except BaseException:
             os.close(gate_write)
@@ -280,7 +300,7 @@ class Sandbox:
 
 def _relative_parts(path: str) -> list[str]:
     """The components of a path inside the work dir (``/home/user/...`` accepted); refuses escapes."""
-    text = path[len(HOME):].lstrip("/") if path == HOME or path.startswith(HOME + "/") else path
+    text = path[len(HOME) :].lstrip("/") if path == HOME or path.startswith(HOME + "/") else path
     parts = [p for p in text.split("/") if p not in ("", ".")]
     if not parts or ".." in parts or text.startswith("/"):
         raise ValueError(f"'{path}' is not a file inside the work directory; use a relative path")
