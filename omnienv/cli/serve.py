@@ -33,12 +33,23 @@ def serve(
     operator_token: Annotated[str | None, typer.Option(
         envvar="OMNIENV_OPERATOR_TOKEN", help="Bearer token of /operator (--agent-only); default: a random one",
     )] = None,
+    allow_host: Annotated[list[str] | None, typer.Option(
+        "--allow-host", metavar="NAME[:PORT]",
+        help="Also answer requests whose Host is NAME (repeatable; '*': any). Loopback names and the bound "
+        "host are always answered; binding 0.0.0.0 needs the names clients use",
+    )] = None,
+    allow_origin: Annotated[list[str] | None, typer.Option(
+        "--allow-origin", metavar="ORIGIN",
+        help="Also let web pages from ORIGIN (scheme://host[:port]) call the server (repeatable; '*': any). "
+        "Loopback origins are always allowed; other browser origins are refused",
+    )] = None,
 ) -> None:
     """Serve ENV until interrupted: OpenEnv-compatible WebSocket /ws, HTTP sessions, /health."""
     cls = env_class(env)
     try:
         from omnienv.server import ServerConfig, create_app
         from omnienv.server import serve as run
+        from omnienv.server.origins import WILDCARDS
     except ImportError as exc:
         raise fail(f"serving needs the server extra: pip install 'omnienv[server]' ({exc})") from None
     try:
@@ -49,11 +60,17 @@ def serve(
             ui=ui,
             agent_only=agent_only,
             operator_token=(operator_token or secrets.token_urlsafe(24)) if agent_only else None,
+            allow_hosts=tuple(allow_host or ()),
+            allow_origins=tuple(allow_origin or ()),
         )
     except ValueError as exc:
         raise fail(str(exc)) from None
     page = f", play it at http://{host}:{port}/ui/" if ui else ""
     console.print(f"serving [bold]{cls.name}[/] on http://{host}:{port} (WebSocket: ws://{host}:{port}/ws{page})")
+    if host.strip().lower() in WILDCARDS and not allow_host:
+        console.print(f"[yellow]bound to {host}: requests are answered only when their Host is a loopback name; "
+                      "pass --allow-host NAME for each name or address clients use to reach this machine[/]",
+                      soft_wrap=True)
     if agent_only:
         console.print(f"agent-only: agents use MCP at http://{host}:{port}/mcp?session_id=...; start episodes "
                       f"with POST /operator/sessions, header 'Authorization: Bearer {config.operator_token}'",

@@ -54,7 +54,7 @@ from omnienv.protocol.codes import register_code
 from omnienv.protocol.messages import parse_reset
 from omnienv.server.handler import unexpected
 from omnienv.server.http import read_json_object, status_of
-from omnienv.server.sessions import Session, SessionManager
+from omnienv.server.sessions import NEMO_GYM, Session, SessionManager
 
 __all__ = [
     "PREFIX",
@@ -207,7 +207,7 @@ class NemoGymRouter:
 
     def live(self, sid: str) -> Rollout | None:
         rollout = self.rollouts.get(sid)
-        if rollout is not None and sid not in self.manager.sessions:  # closed behind our back
+        if rollout is not None and self.manager.find(sid, NEMO_GYM) is not rollout.session:  # closed behind our back
             del self.rollouts[sid]
             return None
         return rollout
@@ -230,7 +230,7 @@ class NemoGymRouter:
             self.forget(old)
             await self.manager.close(previous.session)
         task = self.manager.task_for(reset)
-        session = await self.manager.open(owned=False)
+        session = await self.manager.open(owned=False, family=NEMO_GYM)
         try:
             await session.exclusive(reset, self.manager.reset(session, reset))
         except BaseException:

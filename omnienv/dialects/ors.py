@@ -13,8 +13,9 @@ The routes follow ``openreward.environments.Server``, so the SDK's own client
 ``/{env}/...`` routes are also served without the ``/{env}`` prefix (what the SDK sends when no
 ``variant`` is given), except ``/splits``, which is omnienv's own route: pass ``variant=`` to list
 splits. Each ORS session owns one of the server's sessions, so capacity and the idle reaper apply
-(``/ping`` keeps it alive). Task specs sent to clients are ``Task.to_dict()``: never the answer;
-``/create`` finds the task again by its ``id``.
+(``/ping`` keeps it alive). Session ids are the server's only: ``/create`` takes an id that
+``/create_session`` minted and no session has used yet, and refuses any other. Task specs sent
+to clients are ``Task.to_dict()``: never the answer; ``/create`` finds the task again by its ``id``.
 """
 
 from __future__ import annotations
@@ -50,13 +51,17 @@ from omnienv.protocol.codec import encode
 from omnienv.protocol.messages import Reset
 from omnienv.server.handler import unexpected
 from omnienv.server.http import read_json_object, status_of
-from omnienv.server.sessions import Session, SessionManager
+from omnienv.server.sessions import ORS, Session, SessionManager
 
 __all__ = ["OrsRouter", "ors_blocks", "ors_routes", "ors_split_type"]
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 ENDED_MEMORY = 4096
 """How many ended session ids are remembered, to answer 410 Gone (the SDK's "session terminated")."""
+MINTED_MEMORY = 16_384
+"""How many ids minted by ``/create_session`` and not yet used wait for their ``/create``."""
+MINTED_TTL = 3600.0
+"""Seconds a minted id stays valid for ``/create`` (the server's idle timeout, when it has one)."""
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
@@ -142,6 +147,9 @@ class OrsRouter:
         self.name = self.env_class.name
         self.sessions: dict[str, OrsSession] = {}
         self.ended: OrderedDict[str, None] = OrderedDict()
+        self.minted: OrderedDict[str, float] = OrderedDict()
+        """Ids minted by ``/create_session``, not yet used by ``/create``: id -> when (monotonic)."""
+        self.minted_ttl = manager.config.idle_timeout or MINTED_TTL
         self.limit = manager.config.max_message_bytes
         self.listings: dict[str, bytes] = {}
         tools = [
@@ -170,7 +178,7 @@ class OrsRouter:
     def lookup(self, request: Request) -> OrsSession:
         sid = self.sid_of(request)
         ors = self.sessions.get(sid)
-        if ors is not None and ors.session.id not in self.manager.sessions:  # closed behind our back
+        if ors is not None and self.manager.find(ors.session.id, ORS) is not ors.session:  # closed behind our back
             self.forget(sid)
             ors = None
         if ors is None:
@@ -260,6 +268,11 @@ class OrsRouter:
     async def create_session(self, request: Request) -> Response:
         """Mint an id only: the environment is made by ``/create``, when the task is known."""
         sid = str(uuid.uuid4())
+        now = time.monotonic()
+        minted = self.minted
+        minted[sid] = now
+        while minted and (len(minted) > MINTED_MEMORY or next(iter(minted.values())) < now - self.minted_ttl):
+            minted.popitem(last=False)
 
         async def events() -> AsyncIterator[dict[str, str]]:
             yield {"event": "task_id", "data": sid}
@@ -292,7 +305,18 @@ class OrsRouter:
         if sid in self.sessions:
             raise MessageValidationError(f"session '{sid}' already exists: mint a new id with /create_session")
         task = self.resolve_task(body)
-        session = await self.manager.open(owned=False)
+        minted_at = self.minted.pop(sid, None)
+        if minted_at is None or minted_at < time.monotonic() - self.minted_ttl:
+            shown = sid if len(sid) <= 80 else sid[:80] + "..."
+            raise SessionNotFoundError(
+                f"session id '{shown}' was not minted by this server (or was already used, or expired): ORS "
+                "session ids come only from POST /create_session; mint one there, then POST /create with it"
+            )
+        try:
+            session = await self.manager.open(owned=False, family=ORS)
+        except BaseException:
+            self.minted[sid] = minted_at  # not used: the client may retry /create with it
+            raise
         try:
             reset = Reset(None, task.id if task else None, task.split if task else None)
             observation: Observation = await session.exclusive(reset, self.manager.reset(session, reset))
@@ -319,6 +343,7 @@ class OrsRouter:
 
     async def delete(self, request: Request) -> Response:
         sid = self.sid_of(request)
+        self.minted.pop(sid, None)
         ors = self.forget(sid)
         if ors is not None:
             await self.manager.close(ors.session)

@@ -14,6 +14,7 @@ import sys
 from omnienv.core.registry import load_environment
 from omnienv.server.app import create_app
 from omnienv.server.config import ServerConfig
+from omnienv.server.origins import WILDCARDS
 from omnienv.server.run import serve
 
 
@@ -29,17 +30,29 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--agent-only", action="store_true",
                         help="tools over MCP only; episodes start at POST /operator/sessions (token printed)")
     parser.add_argument("--operator-token", default=os.environ.get("OMNIENV_OPERATOR_TOKEN"))
+    parser.add_argument("--allow-host", action="append", default=[], metavar="NAME[:PORT]",
+                        help="also answer this Host (repeatable; '*': any); loopback and the bound host always are")
+    parser.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
+                        help="also let pages from this origin call the server (repeatable; '*': any)")
     args = parser.parse_args(argv)
     token = (args.operator_token or secrets.token_urlsafe(24)) if args.agent_only else None
-    config = ServerConfig(
-        max_sessions=args.max_sessions,
-        idle_timeout=args.idle_timeout or None,
-        step_timeout=args.step_timeout or None,
-        agent_only=args.agent_only,
-        operator_token=token,
-    )
+    try:
+        config = ServerConfig(
+            max_sessions=args.max_sessions,
+            idle_timeout=args.idle_timeout or None,
+            step_timeout=args.step_timeout or None,
+            agent_only=args.agent_only,
+            operator_token=token,
+            allow_hosts=tuple(args.allow_host),
+            allow_origins=tuple(args.allow_origin),
+        )
+    except ValueError as exc:
+        parser.error(str(exc))
     if token is not None:
         print(f"agent-only: operator token {token}", file=sys.stderr, flush=True)
+    if args.host.strip().lower() in WILDCARDS and not args.allow_host:
+        print(f"bound to {args.host}: only requests whose Host is a loopback name are answered; pass --allow-host "
+              "NAME for each name clients use to reach this machine", file=sys.stderr, flush=True)
     serve(create_app(load_environment(args.env), config), args.host, args.port, log_level=args.log_level)
 
 

@@ -17,6 +17,7 @@ from omnienv.server.config import ServerConfig
 from omnienv.server.handler import Handler
 from omnienv.server.http import http_routes
 from omnienv.server.mcp import McpRouter
+from omnienv.server.origins import OriginGuard, refuse
 from omnienv.server.sessions import EnvFactory, SessionManager
 from omnienv.server.websocket import WebSocketEndpoint
 
@@ -28,12 +29,19 @@ class OmniApp(Starlette):
 
     Each open WebSocket holds its coroutine stack for the session's lifetime, so going straight
     to the endpoint saves memory per idle session and a few calls per frame; every other route
-    (and anything mounted later) goes through Starlette as usual.
+    (and anything mounted later) goes through Starlette as usual. Every request, ``/ws``
+    included, first passes the :class:`~omnienv.server.origins.OriginGuard` (Host, Origin,
+    JSON bodies), checked here in the same frame.
     """
 
     websocket_endpoint: WebSocketEndpoint | None = None
+    guard: OriginGuard | None = None
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        guard = self.guard
+        if guard is not None and scope["type"] != "lifespan" and (refused := guard.refusal(scope)) is not None:
+            await refuse(scope, receive, send, refused)
+            return
         endpoint = self.websocket_endpoint
         if endpoint is not None and scope["type"] == "websocket" and scope["path"] == "/ws":
             scope["app"] = self
@@ -96,6 +104,7 @@ def create_app(
         routes.extend(nemo_routes(manager, taken=routes))
     app = OmniApp(routes=routes, lifespan=lifespan)
     app.websocket_endpoint = endpoint
+    app.guard = app.state.guard = OriginGuard(allow_hosts=config.allow_hosts, allow_origins=config.allow_origins)
     app.state.manager = manager
     app.state.env_class = env_class
     return app

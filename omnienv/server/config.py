@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass
 
 from omnienv.protocol.codec import DEFAULT_MAX_MESSAGE_BYTES
+from omnienv.server.origins import check_allowed
 
 __all__ = ["ServerConfig"]
 
@@ -37,6 +38,11 @@ class ServerConfig:
     route (``AGENT_ONLY``); the operator starts episodes under ``/operator`` with a token."""
     operator_token: str | None = None
     """Bearer token of the ``/operator`` routes in agent-only mode; ``create_app`` makes one if unset."""
+    allow_hosts: tuple[str, ...] = ()
+    """``Host`` names answered besides loopback ones and the bound host (``--allow-host``): ``name``
+    (any port), ``name:port``, or ``*``. A server bound to 0.0.0.0 needs the names clients use."""
+    allow_origins: tuple[str, ...] = ()
+    """Browser origins allowed besides loopback ones (``--allow-origin``): ``scheme://host[:port]`` or ``*``."""
 
     def __post_init__(self) -> None:
         if self.max_sessions < 1:
@@ -47,6 +53,12 @@ class ServerConfig:
                 raise ValueError(f"{name} must be > 0 seconds, or None to disable it")
         if self.max_message_bytes < 1024:
             raise ValueError("max_message_bytes must be >= 1024")
+        for name in ("allow_hosts", "allow_origins"):
+            value = getattr(self, name)
+            if isinstance(value, str):
+                raise ValueError(f"{name} must be a sequence of strings, not one string")
+            object.__setattr__(self, name, tuple(value))
+        check_allowed(self.allow_hosts, self.allow_origins)
 
     @property
     def thread_count(self) -> int:

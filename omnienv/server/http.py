@@ -33,8 +33,9 @@ from omnienv.protocol.codec import decode, encode
 from omnienv.protocol.codes import error_data
 from omnienv.protocol.messages import GetState, parse_action, parse_reset, reset_reply, step_reply
 from omnienv.server.handler import Handler, unexpected
+from omnienv.server.origins import OriginRefusedError, UnsupportedMediaTypeError
 from omnienv.server.schemas import openapi, schema
-from omnienv.server.sessions import SessionManager
+from omnienv.server.sessions import OPENENV, SessionManager
 
 __all__ = ["http_routes", "read_json", "read_json_object", "status_of"]
 
@@ -43,6 +44,8 @@ _STATE = GetState()
 Endpoint = Callable[[HTTPRequest], Awaitable[Response]]
 _STATUS: tuple[tuple[type[OmniEnvError], int], ...] = (
     (AgentOnlyError, 403),
+    (OriginRefusedError, 403),
+    (UnsupportedMediaTypeError, 415),
     (CapacityError, 503),
     (SessionNotFoundError, 404),
     (SessionError, 409),
@@ -138,41 +141,44 @@ def http_routes(manager: SessionManager, handler: Handler) -> list[Route]:
     # -- our stateful sessions ----------------------------------------------------------------
 
     async def open_session(request: HTTPRequest) -> Response:
-        session = await manager.open(owned=False)
+        handler.refuse_agents("opening and closing sessions")
+        session = await manager.open(owned=False, family=OPENENV)
         return _json({"session_id": session.id}, 201)
 
     async def close_session(request: HTTPRequest) -> Response:
-        session = manager.get(request.path_params["session_id"])
+        handler.refuse_agents("opening and closing sessions")
+        session = manager.get(request.path_params["session_id"], OPENENV)
         await manager.close(session)
         return _json({"session_id": session.id, "closed": True})
 
     async def session_reset(request: HTTPRequest) -> Response:
-        session = manager.get(request.path_params["session_id"])
+        handler.refuse_agents()  # before the look-up: the answer tells nothing of which sessions exist
+        session = manager.get(request.path_params["session_id"], OPENENV)
         kind, data = await handler.run(session, parse_reset(await read_json(request, limit)))
         return _json({"type": kind, "data": data})
 
     async def session_step(request: HTTPRequest) -> Response:
-        session = manager.get(request.path_params["session_id"])
+        handler.refuse_agents()  # before the look-up: the answer tells nothing of which sessions exist
+        session = manager.get(request.path_params["session_id"], OPENENV)
         body = await read_json(request, limit)
         action = body.get("action") if isinstance(body.get("action"), dict) else body
         kind, data = await handler.run(session, parse_action(action))
         return _json({"type": kind, "data": data})
 
     async def session_state(request: HTTPRequest) -> Response:
-        session = manager.get(request.path_params["session_id"])
+        handler.refuse_agents()  # before the look-up: the answer tells nothing of which sessions exist
+        session = manager.get(request.path_params["session_id"], OPENENV)
         kind, data = await handler.run(session, _STATE)
         return _json({"type": kind, "data": data})
 
-    # -- OpenEnv's stateless routes: a fresh environment per call -----------------------------
+    # -- OpenEnv's stateless routes: a fresh environment per call, in a session slot ----------
 
     async def stateless_reset(request: HTTPRequest) -> Response:
         handler.refuse_agents()
         reset = parse_reset(await read_json(request, limit))
-        env = await manager.new_env()
-        try:
-            observation = await env.reset(manager.task_for(reset), reset.seed)
-        finally:
-            await env.close()
+        task = manager.task_for(reset)
+        async with manager.scratch() as env:
+            observation = await env.reset(task, reset.seed)
         return _json({**reset_reply(observation), "metadata": None})
 
     async def stateless_step(request: HTTPRequest) -> Response:
@@ -184,21 +190,16 @@ def http_routes(manager: SessionManager, handler: Handler) -> list[Route]:
         parsed = parse_action(action)
         if not isinstance(parsed, ToolCall):
             return _json({**handler.tools_data, "metadata": None})
-        env = await manager.new_env()
-        try:
-            await env.reset(None, parse_reset(body).seed)
+        seed = parse_reset(body).seed
+        async with manager.scratch() as env:
+            await env.reset(None, seed)
             result = await env.step(parsed)
-        finally:
-            await env.close()
         return _json({**step_reply(parsed.name, result), "metadata": None})
 
     async def stateless_state(request: HTTPRequest) -> Response:
         handler.refuse_agents()
-        env = await manager.new_env()
-        try:
+        async with manager.scratch() as env:
             state = await env.state()
-        finally:
-            await env.close()
         return _json(state.to_dict())
 
     return [

@@ -37,7 +37,7 @@ from omnienv.protocol.jsonrpc import (
 from omnienv.protocol.messages import step_reply
 from omnienv.server.handler import Handler
 from omnienv.server.mcp_sdk import McpSdkBridge
-from omnienv.server.sessions import Session, SessionManager
+from omnienv.server.sessions import OPENENV, Session, SessionManager
 
 __all__ = ["McpRouter"]
 
@@ -115,7 +115,7 @@ class McpRouter:
         if method != "tools/list":
             self.handler.refuse_agents(f"'{method}' over OpenEnv's JSON-RPC")
         if method == "openenv/session/create":
-            session = ws_session or await self.manager.open(owned=False)
+            session = ws_session or await self.manager.open(owned=False, family=OPENENV)
             return {"session_id": session.id}
         if method == "openenv/session/close":
             return await self._close(params.get("session_id"), ws_session)
@@ -132,7 +132,7 @@ class McpRouter:
         session_id = params.get("session_id")
         if not session_id:
             return None
-        session = self.manager.sessions.get(str(session_id))
+        session = self.manager.find(str(session_id), OPENENV)
         if session is None:
             raise RpcError(INVALID_PARAMS, f"Unknown session_id: {session_id}")
         return session
@@ -142,7 +142,7 @@ class McpRouter:
             raise RpcError(INVALID_PARAMS, "Invalid params - 'session_id' is required")
         if ws_session is not None and session_id == ws_session.id:
             raise RpcError(INVALID_REQUEST, "Cannot close active WebSocket-managed session via MCP method")
-        session = self.manager.sessions.get(str(session_id))
+        session = self.manager.find(str(session_id), OPENENV)
         if session is None:
             raise RpcError(INVALID_PARAMS, f"Unknown session_id: {session_id}")
         if session.attached:  # closed when its WebSocket detaches
@@ -163,12 +163,9 @@ class McpRouter:
         if session is not None:
             _, data = await self.handler.run(session, call)
             return data["observation"]["result"]
-        env = await self.manager.new_env()  # no session: a throw-away environment, as OpenEnv does
-        try:
+        async with self.manager.scratch() as env:  # no session: a throw-away environment, as OpenEnv does
             await env.reset()
             result = await env.step(call)
-        finally:
-            await env.close()
         return step_reply(name, result)["observation"]["result"]
 
 

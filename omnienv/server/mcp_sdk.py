@@ -26,7 +26,7 @@ from omnienv.protocol.codec import encode
 from omnienv.protocol.jsonrpc import INVALID_PARAMS, SERVER_ERROR, RpcError, error_response, rpc_error_for
 from omnienv.protocol.messages import Reset
 from omnienv.server.handler import Handler
-from omnienv.server.sessions import Session, SessionManager
+from omnienv.server.sessions import MCP, OPERATOR, Session, SessionManager
 
 __all__ = ["McpSdkBridge", "build_server", "tool_result"]
 
@@ -199,7 +199,7 @@ class McpSdkBridge:
         headers = getattr(request, "headers", None)
         mcp_id = headers.get("mcp-session-id") if headers is not None else None
         session = self.bound.get(mcp_id or "")
-        if session is None or session.id not in self.manager.sessions:
+        if session is None or self.manager.find(session.id, session.family) is not session:
             raise SessionError("this MCP session's episode is gone (closed or reaped after being idle); "
                                "start a new MCP session")
         _, data = await self.handler.run(session, call, trusted=True)
@@ -271,9 +271,9 @@ class McpSdkBridge:
 
                 raise AgentOnlyError("this server is agent-only: connect to the /mcp?session_id=... URL the "
                                      "operator got from POST /operator/sessions")
-            return self.manager.attach(session_id), None
+            return self.manager.attach(session_id, OPERATOR), None
         reset = _reset_request(query)
-        session = await self.manager.open(owned=True)
+        session = await self.manager.open(owned=True, family=MCP)
         session.attached = True
         try:
             _, data = await self.handler.run(session, reset, trusted=True)

@@ -28,7 +28,7 @@ from omnienv.protocol.codes import error_data
 from omnienv.protocol.messages import GetState, parse_reset
 from omnienv.server.handler import Handler, unexpected
 from omnienv.server.http import read_json
-from omnienv.server.sessions import SessionManager
+from omnienv.server.sessions import OPERATOR, SessionManager
 
 __all__ = ["operator_routes"]
 
@@ -67,7 +67,7 @@ def operator_routes(manager: SessionManager, handler: Handler) -> list[Route]:
 
     async def open_session(request: HTTPRequest) -> Response:
         reset = parse_reset(await body(request))
-        session = await manager.open(owned=False)
+        session = await manager.open(owned=False, family=OPERATOR)
         try:
             kind, data = await handler.run(session, reset, trusted=True)
         except BaseException:
@@ -77,17 +77,17 @@ def operator_routes(manager: SessionManager, handler: Handler) -> list[Route]:
                       "type": kind, "data": data}, 201)
 
     async def reset_session(request: HTTPRequest) -> Response:
-        session = manager.get(request.path_params["session_id"])
+        session = manager.get(request.path_params["session_id"], OPERATOR)
         kind, data = await handler.run(session, parse_reset(await body(request)), trusted=True)
         return _json({"type": kind, "data": data})
 
     async def session_state(request: HTTPRequest) -> Response:
-        session = manager.get(request.path_params["session_id"])
+        session = manager.get(request.path_params["session_id"], OPERATOR)
         kind, data = await handler.run(session, GetState(), trusted=True)
         return _json({"type": kind, "data": data})
 
     async def close_session(request: HTTPRequest) -> Response:
-        session = manager.get(request.path_params["session_id"])
+        session = manager.get(request.path_params["session_id"], OPERATOR)
         if session.attached:  # an agent's MCP session still plays in it: close when that ends
             session.close_pending = True
             return _json({"session_id": session.id, "closed": False, "closing": True})

@@ -21,8 +21,12 @@ __all__ = ["running", "serve", "uvicorn_config"]
 
 def uvicorn_config(app: Any, host: str = "127.0.0.1", port: int = 8000, **options: Any) -> uvicorn.Config:
     """uvicorn settings matching the app's :class:`ServerConfig` (pings, frame limit)."""
-    manager = getattr(getattr(app, "state", None), "manager", None)  # any ASGI app may be run
+    state = getattr(app, "state", None)  # any ASGI app may be run
+    manager = getattr(state, "manager", None)
     config: ServerConfig = manager.config if manager is not None else ServerConfig()
+    guard = getattr(state, "guard", None)
+    if guard is not None:  # the name the server is bound to is a valid Host (a wildcard address is not)
+        guard.bind(host)
     settings: dict[str, Any] = {
         "loop": "auto",
         "http": "auto",

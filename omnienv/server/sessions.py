@@ -3,6 +3,10 @@
 A session costs one slotted object and one environment instance: no thread and no task of its
 own. Blocking environments share one bounded thread pool; non-blocking ones (``blocking =
 False``, like Wordle) run inline on the event loop. One reaper task serves the whole server.
+
+Each session belongs to the route family that opened it (:data:`FAMILIES`) and is found only
+through that family (:meth:`SessionManager.find`): a NeMo Gym cookie's session is no HTTP
+session. Every environment instance, a stateless call's throw-away one included, takes a slot.
 """
 
 from __future__ import annotations
@@ -12,8 +16,9 @@ import logging
 import random
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
 from typing import Any
 
 from omnienv.core.env import AsyncEnv, AsyncEnvironment, Environment, EnvironmentBase, as_async
@@ -32,24 +37,37 @@ from omnienv.protocol.messages import Reset
 from omnienv.protocol.session import SessionMachine
 from omnienv.server.config import ServerConfig
 
-__all__ = ["EnvFactory", "Session", "SessionManager"]
+__all__ = ["FAMILIES", "MCP", "NEMO_GYM", "OPENENV", "OPERATOR", "ORS", "EnvFactory", "Session", "SessionManager"]
 
 logger = logging.getLogger("omnienv.server")
 CLOSE_TIMEOUT = 10.0
 EnvFactory = Callable[[], Awaitable[AsyncEnv]]
 """Makes each session's environment elsewhere (e.g. on a Ray actor) instead of in this process."""
 
+OPENENV = "openenv"
+"""OpenEnv's protocol: ``/ws``, the HTTP ``/sessions`` routes and OpenEnv's JSON-RPC on ``/mcp``
+(its clients make a session on one and attach to it on another, so they are one family)."""
+MCP = "mcp"
+"""A standard MCP session (streamable HTTP on ``/mcp``), found by its ``mcp-session-id``."""
+OPERATOR = "operator"
+"""Agent-only mode: started under ``/operator``, played by one MCP client (``/mcp?session_id=``)."""
+ORS = "ors"
+NEMO_GYM = "nemo_gym"
+FAMILIES = frozenset({OPENENV, MCP, OPERATOR, ORS, NEMO_GYM})
+
 
 class Session:
     """One client's environment. ``owned`` sessions die with their WebSocket; HTTP-made ones
-    live until deleted or reaped, and a WebSocket may attach to them with ``?session_id=``."""
+    live until deleted or reaped, and a WebSocket may attach to them with ``?session_id=``.
+    ``family`` is the route family that opened it, set once: only that family finds it."""
 
-    __slots__ = ("attached", "close_pending", "env", "expire", "id", "last_active", "machine", "owned")
+    __slots__ = ("attached", "close_pending", "env", "expire", "family", "id", "last_active", "machine", "owned")
 
-    def __init__(self, session_id: str, env: AsyncEnv, owned: bool) -> None:
+    def __init__(self, session_id: str, env: AsyncEnv, owned: bool, family: str = OPENENV) -> None:
         self.id = session_id
         self.env = env
         self.owned = owned
+        self.family = family
         self.attached = False
         self.close_pending = False
         """Closing was asked while a WebSocket was attached: close it when that detaches."""
@@ -87,6 +105,8 @@ class SessionManager:
         self.env_factory = env_factory
         self.sessions: dict[str, Session] = {}
         self._opening = 0
+        self._scratch = 0
+        """Throw-away environments of stateless calls alive now: they take slots too."""
         self._blocking = not issubclass(env_class, AsyncEnvironment) and env_class.blocking
         self.inline = env_factory is None and issubclass(env_class, Environment) and not env_class.blocking
         """A sync env that never blocks: steps may call it directly on the event loop."""
@@ -131,24 +151,50 @@ class SessionManager:
     def active(self) -> int:
         return len(self.sessions)
 
-    async def open(self, *, owned: bool) -> Session:
-        """A new session, or :class:`CapacityError` at once when every slot is taken."""
+    @property
+    def used(self) -> int:
+        """Slots taken: sessions, sessions being opened, and stateless calls' environments."""
+        return len(self.sessions) + self._opening + self._scratch
+
+    def _reserve(self) -> None:
+        """:class:`CapacityError` at once when every slot is taken (never a wait)."""
         limit = self.config.max_sessions
-        if len(self.sessions) + self._opening >= limit:
+        used = self.used
+        if used >= limit:
             exc = CapacityError(
-                f"Server at capacity: {len(self.sessions)}/{limit} sessions active. Cannot accept new "
+                f"Server at capacity: {used}/{limit} sessions active. Cannot accept new "
                 "connections. Close unused sessions or start the server with a higher --max-sessions."
             )
-            exc.details = {"active_sessions": len(self.sessions), "max_sessions": limit}  # type: ignore[attr-defined]
+            exc.details = {"active_sessions": used, "max_sessions": limit}  # type: ignore[attr-defined]
             raise exc
+
+    async def open(self, *, owned: bool, family: str) -> Session:
+        """A new session of route ``family``, or :class:`CapacityError` at once when every slot is taken."""
+        if family not in FAMILIES:
+            raise ValueError(f"unknown session family {family!r}; one of {sorted(FAMILIES)}")
+        self._reserve()
         self._opening += 1
         try:
             env = await self.new_env()
         finally:
             self._opening -= 1
-        session = Session(str(uuid.uuid4()), env, owned)
+        session = Session(str(uuid.uuid4()), env, owned, family)
         self.sessions[session.id] = session
         return session
+
+    @asynccontextmanager
+    async def scratch(self) -> AsyncIterator[AsyncEnv]:
+        """A throw-away environment for one stateless call, holding a slot while it lives."""
+        self._reserve()
+        self._scratch += 1
+        try:
+            env = await self.new_env()
+            try:
+                yield env
+            finally:
+                await self._close_env(env)
+        finally:
+            self._scratch -= 1
 
     async def new_env(self) -> AsyncEnv:
         if self.env_factory is not None:
@@ -164,8 +210,17 @@ class SessionManager:
                 f"could not create a {self.env_class.__name__}: {type(exc).__name__}: {exc}"
             ) from exc
 
-    def get(self, session_id: str) -> Session:
+    def find(self, session_id: str, family: str) -> Session | None:
+        """The live session ``session_id`` if route ``family`` opened it, else None.
+
+        The one rule of reaching a session: every route family looks its sessions up here, and
+        another family's session is answered as if it did not exist.
+        """
         session = self.sessions.get(session_id)
+        return session if session is not None and session.family == family else None
+
+    def get(self, session_id: str, family: str = OPENENV) -> Session:
+        session = self.find(session_id, family)
         if session is None:
             raise SessionNotFoundError(
                 f"no session '{session_id}': it was closed, reaped after being idle, or never created; "
@@ -173,10 +228,14 @@ class SessionManager:
             )
         return session
 
-    def attach(self, session_id: str) -> Session:
-        session = self.get(session_id)
+    def attach(self, session_id: str, family: str = OPENENV) -> Session:
+        """Claim ``session_id`` for one connection; a second claim is refused while it holds it."""
+        session = self.get(session_id, family)
         if session.attached:
-            raise SessionError(f"session '{session_id}' already has a WebSocket attached")
+            raise SessionError(
+                f"session '{session_id}' already has a client attached (a WebSocket or an MCP session); "
+                "only one may play in a session at a time"
+            )
         session.attached = True
         return session
 

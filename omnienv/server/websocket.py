@@ -15,7 +15,7 @@ from urllib.parse import parse_qs
 
 from omnienv.core.errors import OmniEnvError
 from omnienv.server.handler import Handler, error_frame
-from omnienv.server.sessions import Session, SessionManager
+from omnienv.server.sessions import OPENENV, Session, SessionManager
 
 __all__ = ["WebSocketEndpoint"]
 
@@ -36,9 +36,9 @@ class WebSocketEndpoint:
         scope["headers"] = ()  # read by nobody after the handshake; ~1 KB an idle session need not keep
         try:
             if session_id is not None:
-                session = self.manager.attach(session_id)
+                session = self.manager.attach(session_id, OPENENV)
             else:
-                session = await self.manager.open(owned=True)
+                session = await self.manager.open(owned=True, family=OPENENV)
                 session.attached = True  # nobody else may attach to a socket's own session
         except OmniEnvError as exc:
             try:

@@ -71,7 +71,10 @@ def test_http_reset_step_and_state_are_refused(agent_only) -> None:
     refused(agent_only.post("/step", json={"action": {"type": "call_tool", "tool_name": "guess",
                                                       "arguments": {"word": "crane"}}}))
     refused(agent_only.get("/state"))
-    session = agent_only.post("/sessions").json()["session_id"]
+    refused(agent_only.post("/sessions"))  # agents neither open nor close sessions
+    started = agent_only.post("/operator/sessions", json={}, headers=operator(agent_only))
+    session = started.json()["session_id"]
+    refused(agent_only.delete(f"/sessions/{session}"))
     refused(agent_only.post(f"/sessions/{session}/reset", json={}))
     refused(agent_only.post(f"/sessions/{session}/step", json={"type": "call_tool", "tool_name": "guess",
                                                                "arguments": {"word": "crane"}}))
