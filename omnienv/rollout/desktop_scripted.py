@@ -15,6 +15,7 @@ __all__ = ["SCRIPTS", "DesktopScripted"]
 
 TERMINAL = (250, 180)  # inside the xterm at +10+10
 TERMINAL_TITLE = (250, 19)
+TERMINAL_FIRST_WORD = (43, 38)  # the first word of the terminal's top row (6x13 cells from (13, 32))
 EDITOR_TEXT = (760, 250)  # inside xedit's text pane at +520+10
 EDITOR_FIRST_LINE = (600, 165)
 EDITOR_SAVE = (588, 43)
@@ -42,7 +43,12 @@ SCRIPTS: dict[str, list[ToolCall]] = {
         _call("type", text="meeting at 10"),
         _call("left_click", coordinate=EDITOR_SAVE),
     ],
-    "train/terminal-title": [_LOOK, *_in_terminal("printf '\\033]0;build-42\\007'")],
+    "train/terminal-select": [
+        _LOOK,
+        *_in_terminal("clear; echo selectme42"),
+        _call("wait", duration=0.3),
+        _call("double_click", coordinate=TERMINAL_FIRST_WORD),
+    ],
     "train/close-clock": [
         _LOOK,
         _call("left_click", coordinate=CLOCK_CLOSE),
@@ -81,8 +87,7 @@ class DesktopScripted:
 
     name = "scripted"
 
-    def __init__(self, coordinate_space: tuple[int, int] | None = None,
-                 screen: tuple[int, int] = (1024, 768)) -> None:
+    def __init__(self, coordinate_space: tuple[int, int] | None = None, screen: tuple[int, int] = (1024, 768)) -> None:
         self.coordinate_space = coordinate_space
         self.screen = screen
 
@@ -113,5 +118,7 @@ class DesktopScripted:
         if self.coordinate_space is None:
             return point
         (x, y), (width, height) = point, self.screen
-        return (round((x + 0.5) * self.coordinate_space[0] / width),
-                round((y + 0.5) * self.coordinate_space[1] / height))
+        return (
+            round((x + 0.5) * self.coordinate_space[0] / width),
+            round((y + 0.5) * self.coordinate_space[1] / height),
+        )

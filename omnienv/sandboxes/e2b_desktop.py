@@ -1,8 +1,11 @@
 """An E2B Desktop sandbox behind the same interface as a local Xvfb display (optional).
 
-E2B's desktop image ships xdotool, so every action of :class:`DesktopSession` runs unchanged as a
-remote command line; only running commands, files and screenshots go through the E2B SDK. The
-SDK is imported on first use: ``pip install e2b-desktop`` and set ``E2B_API_KEY``.
+E2B's desktop image ships xdotool and wmctrl, so the actions run there as remote command lines,
+built only from validated parts: key names from :func:`~omnienv.sandboxes.desktop.parse_keys`
+(known keysyms joined by '+'), integers, and typed text passed as one quoted word after ``--``.
+The whole VM is the sandbox, so its checks are weaker than a local display's: window owners come
+from ``_NET_WM_PID`` (which a client sets itself) and the selection's owner is not known. The SDK
+is imported on first use: ``pip install e2b-desktop`` and set ``E2B_API_KEY``.
 """
 
 from __future__ import annotations
@@ -13,7 +16,20 @@ import shlex
 from collections.abc import Sequence
 from typing import Any
 
-from omnienv.sandboxes.desktop import CommandResult, DesktopSession, DisplayError
+from omnienv.core.errors import ToolError
+from omnienv.sandboxes.desktop import (
+    BUTTONS,
+    CLICK_SETTLE,
+    SCROLL_BUTTONS,
+    App,
+    CommandResult,
+    DesktopSession,
+    DisplayError,
+    Window,
+    drag_path,
+    key_combo,
+    modifiers,
+)
 
 __all__ = ["E2BDesktop"]
 
@@ -24,11 +40,11 @@ class E2BDesktop(DesktopSession):
     def __init__(self, sandbox: Any, width: int, height: int) -> None:
         self.sandbox = sandbox
         self.width, self.height = width, height
+        self.apps: dict[str, App] = {}
         self._closed = False
 
     @classmethod
-    def create(cls, width: int = 1024, height: int = 768, timeout: int = 600,
-               api_key: str | None = None) -> E2BDesktop:
+    def create(cls, width: int = 1024, height: int = 768, timeout: int = 600, api_key: str | None = None) -> E2BDesktop:
         """Start a sandbox (blocking, seconds); raises DisplayError naming what is missing."""
         try:
             from e2b_desktop import Sandbox
@@ -43,20 +59,102 @@ class E2BDesktop(DesktopSession):
             raise DisplayError(f"E2B sandbox did not start: {exc}") from exc
         return cls(sandbox, width, height)
 
-    async def exec(self, argv: Sequence[str], timeout: float = 10.0) -> CommandResult:
-        return await self.shell(shlex.join(argv), timeout)
+    async def exec(self, argv: Sequence[str | int | float], timeout: float = 30.0) -> CommandResult:
+        return await self.shell(shlex.join(map(str, argv)), timeout)
+
+    async def _xdotool(self, *args: str | int | float, timeout: float = 30.0) -> str:
+        result = await self.exec(["xdotool", *args], timeout=timeout)
+        if result.returncode != 0 or result.timed_out:
+            self.require_alive()
+            raise ToolError(f"the desktop refused the action: {result.stderr.strip() or result.returncode}")
+        return result.stdout
 
     async def shell(self, command: str, timeout: float = 60.0) -> CommandResult:
         self.require_alive()
         try:
-            result = await asyncio.to_thread(self.sandbox.commands.run, command, timeout=timeout,
-                                             cwd=HOME)
+            result = await asyncio.to_thread(self.sandbox.commands.run, command, timeout=timeout, cwd=HOME)
         except Exception as exc:
             code = getattr(exc, "exit_code", None)
             if code is None:  # not a command's own failure: the sandbox or the network broke
                 raise DisplayError(f"E2B command failed: {exc}") from exc
             return CommandResult(int(code), getattr(exc, "stdout", ""), getattr(exc, "stderr", ""))
         return CommandResult(result.exit_code, result.stdout, result.stderr)
+
+    # -- input: only validated words reach xdotool ---------------------------------------------
+
+    def _held(self, held: str | None) -> tuple[list[str], list[str]]:
+        mods = "+".join(modifiers(held))
+        return (["keydown", mods], ["keyup", mods]) if mods else ([], [])
+
+    async def click(self, x: int, y: int, button: str = "left", repeat: int = 1, held: str | None = None) -> None:
+        down, up = self._held(held)
+        await self._xdotool(
+            "mousemove",
+            x,
+            y,
+            *down,
+            "click",
+            "--repeat",
+            repeat,
+            "--delay",
+            60,
+            BUTTONS[button],
+            *up,
+            "sleep",
+            CLICK_SETTLE,
+        )
+
+    async def move(self, x: int, y: int) -> None:
+        await self._xdotool("mousemove", x, y)
+
+    async def mouse_button(self, pressed: bool, at: tuple[int, int] | None = None) -> None:
+        move = ["mousemove", at[0], at[1]] if at else []
+        await self._xdotool(*move, "mousedown" if pressed else "mouseup", 1)
+
+    async def drag(self, start: tuple[int, int], end: tuple[int, int], held: str | None = None) -> None:
+        down, up = self._held(held)
+        path: list[str | int | float] = []
+        for x, y in drag_path(start, end):
+            path += ["mousemove", x, y, "sleep", 0.02]
+        await self._xdotool(
+            "mousemove",
+            *start,
+            *down,
+            "mousedown",
+            1,
+            "sleep",
+            0.05,
+            *path,
+            "sleep",
+            0.05,
+            "mouseup",
+            1,
+            *up,
+            "sleep",
+            CLICK_SETTLE,
+        )
+
+    async def scroll(self, x: int, y: int, direction: str, amount: int, held: str | None = None) -> None:
+        down, up = self._held(held)
+        await self._xdotool(
+            "mousemove", x, y, *down, "click", "--repeat", amount, "--delay", 20, SCROLL_BUTTONS[direction], *up
+        )
+
+    async def type_text(self, text: str) -> None:
+        if text:
+            await self._xdotool("type", "--delay", 4, "--", text, timeout=60 + len(text) * 0.02)
+
+    async def key(self, keys: str) -> None:
+        await self._xdotool("key", "--delay", 20, *key_combo(keys))
+
+    async def hold_key(self, keys: str, seconds: float) -> None:
+        names = key_combo(keys)
+        await self._xdotool("keydown", *names, "sleep", seconds, "keyup", *reversed(names), timeout=seconds + 30)
+
+    async def cursor(self) -> tuple[int, int]:
+        out = await self._xdotool("getmouselocation", "--shell")
+        values = dict(line.split("=", 1) for line in out.split() if "=" in line)
+        return int(values["X"]), int(values["Y"])
 
     async def screenshot(self) -> bytes:
         self.require_alive()
@@ -65,7 +163,48 @@ class E2BDesktop(DesktopSession):
         except Exception as exc:
             raise DisplayError(f"E2B screenshot failed: {exc}") from exc
 
+    # -- programs, files, facts ---------------------------------------------------------------
+
+    async def launch(self, command: str, name: str | None = None) -> App:
+        result = await self.shell(f"{command} >/dev/null 2>&1 & echo $!", timeout=30)
+        pid = int(result.stdout.strip()) if result.stdout.strip().isdigit() else None
+        app = App(name or shlex.split(command)[0], command, pid)
+        self.apps[app.name] = app
+        return app
+
+    async def app_alive(self, name: str) -> bool:
+        app = self.apps.get(name)
+        return app is not None and app.pid is not None and (await self.exec(["kill", "-0", app.pid])).returncode == 0
+
+    async def in_session(self, pid: int) -> bool:
+        return True  # the whole VM is the session's
+
+    async def windows(self) -> list[Window]:
+        listed = await self.exec(["wmctrl", "-lpGx"])
+        windows = []
+        for line in listed.stdout.splitlines():
+            fields = line.split(None, 8)
+            if len(fields) < 8 or not fields[2].isdigit():
+                continue
+            wid, _, pid, x, y, width, height, klass = fields[:8]
+            windows.append(
+                Window(
+                    int(wid, 16),
+                    fields[8] if len(fields) > 8 else "",
+                    klass.split(".")[-1],
+                    int(x),
+                    int(y),
+                    int(width),
+                    int(height),
+                    True,
+                    int(pid) or None,
+                )
+            )
+        return windows
+
     async def read_file(self, path: str) -> bytes | None:
+        if await self.path_kind(path) != "file":
+            return None
         try:
             data = await asyncio.to_thread(self.sandbox.files.read, f"{HOME}/{path}", format="bytes")
         except Exception:
@@ -75,8 +214,14 @@ class E2BDesktop(DesktopSession):
     async def write_file(self, path: str, data: bytes) -> None:
         await asyncio.to_thread(self.sandbox.files.write, f"{HOME}/{path}", data)
 
-    async def launch(self, command: str) -> None:
-        await asyncio.to_thread(self.sandbox.commands.run, command, background=True, cwd=HOME)
+    async def path_kind(self, path: str) -> str | None:
+        quoted = shlex.quote(f"{HOME}/{path}")
+        probe = await self.shell(
+            f"if [ -L {quoted} ]; then echo symlink; elif [ -d {quoted} ]; then echo dir; "
+            f"elif [ -f {quoted} ]; then echo file; elif [ -e {quoted} ]; then echo other; fi"
+        )
+        kind = probe.stdout.strip()
+        return kind or None
 
     def alive(self) -> bool:
         return not self._closed

@@ -15,41 +15,40 @@ from omnienv.core import EnvironmentFailure, ImageBlock, ToolCall, ToolError, ch
 from omnienv.envs.desktop import DESKTOP_TASKS, Coordinates, Desktop
 from omnienv.rollout.desktop_scripted import SCRIPTS, DesktopScripted
 from omnienv.rollout.loop import EpisodePlan, arun_episode
-from omnienv.sandboxes.xvfb import (
-    TAG_VARIABLE,
-    DisplayPool,
-    DisplaySpec,
-    XvfbDisplay,
-    missing_programs,
-    shared_pool,
-)
+from omnienv.sandboxes.xvfb import DisplayPool, DisplaySpec, XvfbDisplay, missing_programs, shared_pool
 from tests.server.conftest import serve  # noqa: F401  (the fixture of real servers)
 
 pytestmark = pytest.mark.skipif(
-    bool(missing_programs(("Xvfb", "xdotool", "wmctrl", "openbox", "xterm", "xedit", "xclock", "xcalc"))),
-    reason="X programs missing: run 'make system-deps'",
+    bool(missing_programs(("Xvfb", "bwrap", "openbox", "xterm", "xedit", "xclock", "xcalc"))),
+    reason="X programs or bubblewrap missing: run 'make system-deps'",
 )
 
 
-def desktop_processes() -> list[tuple[int, str, str]]:
-    """(pid, name, desktop tag) of every running (non-zombie) process started for a desktop."""
+def processes_in(cgroups: set[str]) -> list[tuple[int, str]]:
+    """(pid, name) of every live process in one of the named sandbox cgroups."""
     found = []
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
         try:
-            with open(f"/proc/{entry.name}/environ", "rb") as handle:
-                variables = handle.read().split(b"\0")
+            with open(f"/proc/{entry.name}/cgroup") as handle:
+                lines = handle.read()
             with open(f"/proc/{entry.name}/stat") as handle:
                 stat = handle.read()
         except OSError:
             continue
-        tag = next((v.split(b"=", 1)[1].decode() for v in variables
-                    if v.startswith(f"{TAG_VARIABLE}=".encode())), None)
-        name, state = stat[stat.index("(") + 1: stat.rindex(")")], stat.rsplit(")", 1)[1].split()[0]
-        if tag is not None and state != "Z":
-            found.append((int(entry.name), name, tag))
+        name, state = stat[stat.index("(") + 1 : stat.rindex(")")], stat.rsplit(")", 1)[1].split()[0]
+        if state != "Z" and any(f"/{group}\n" in lines or lines.endswith(f"/{group}") for group in cgroups):
+            found.append((int(entry.name), name))
     return found
+
+
+def live(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 @pytest.fixture(scope="module")
@@ -77,9 +76,25 @@ def play(env: Desktop, task_id: str, policy: DesktopScripted | None = None):  # 
 def test_registered_and_has_the_reference_tools() -> None:
     assert load_environment("desktop") is Desktop
     assert list(Desktop.tools) == [
-        "screenshot", "cursor_position", "get_screen_size", "left_click", "right_click", "middle_click",
-        "double_click", "triple_click", "mouse_move", "left_click_drag", "left_mouse_down",
-        "left_mouse_up", "scroll", "type", "key", "hold_key", "wait", "terminate", "run_command",
+        "screenshot",
+        "cursor_position",
+        "get_screen_size",
+        "left_click",
+        "right_click",
+        "middle_click",
+        "double_click",
+        "triple_click",
+        "mouse_move",
+        "left_click_drag",
+        "left_mouse_down",
+        "left_mouse_up",
+        "scroll",
+        "type",
+        "key",
+        "hold_key",
+        "wait",
+        "terminate",
+        "run_command",
     ]
     click = Desktop.tools["left_click"].parameters
     assert click["required"] == ["coordinate"]
@@ -98,15 +113,30 @@ _MODS = {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None}
 _COORD = ({"coordinate": _POINT, "text": _MODS}, ["coordinate"])
 _OPT = ({"coordinate": {"anyOf": [_POINT, {"type": "null"}], "default": None}}, [])
 REFERENCE_SCHEMAS = {  # the reference's input schemas, titles and descriptions left out
-    "screenshot": ({}, []), "cursor_position": ({}, []), "get_screen_size": ({}, []),
-    "left_click": _COORD, "right_click": _COORD, "middle_click": _COORD, "double_click": _COORD,
-    "triple_click": _COORD, "mouse_move": ({"coordinate": _POINT}, ["coordinate"]),
-    "left_click_drag": ({"start_coordinate": _POINT, "coordinate": _POINT, "text": _MODS},
-                        ["start_coordinate", "coordinate"]),
-    "left_mouse_down": _OPT, "left_mouse_up": _OPT,
-    "scroll": ({"coordinate": _POINT, "scroll_direction": {"type": "string"},
-                "scroll_amount": {"type": "integer"}, "text": _MODS},
-               ["coordinate", "scroll_direction", "scroll_amount"]),
+    "screenshot": ({}, []),
+    "cursor_position": ({}, []),
+    "get_screen_size": ({}, []),
+    "left_click": _COORD,
+    "right_click": _COORD,
+    "middle_click": _COORD,
+    "double_click": _COORD,
+    "triple_click": _COORD,
+    "mouse_move": ({"coordinate": _POINT}, ["coordinate"]),
+    "left_click_drag": (
+        {"start_coordinate": _POINT, "coordinate": _POINT, "text": _MODS},
+        ["start_coordinate", "coordinate"],
+    ),
+    "left_mouse_down": _OPT,
+    "left_mouse_up": _OPT,
+    "scroll": (
+        {
+            "coordinate": _POINT,
+            "scroll_direction": {"type": "string"},
+            "scroll_amount": {"type": "integer"},
+            "text": _MODS,
+        },
+        ["coordinate", "scroll_direction", "scroll_amount"],
+    ),
     "type": ({"text": {"type": "string"}}, ["text"]),
     "key": ({"keys": {"type": "string"}}, ["keys"]),
     "hold_key": ({"keys": {"type": "string"}, "duration": {"type": "number"}}, ["keys", "duration"]),
@@ -120,8 +150,7 @@ def test_tool_schemas_match_the_reference() -> None:
     assert set(Desktop.tools) == set(REFERENCE_SCHEMAS)
     for name, (properties, required) in REFERENCE_SCHEMAS.items():
         schema = Desktop.tools[name].parameters
-        got = {key: {k: v for k, v in prop.items() if k != "description"}
-               for key, prop in schema["properties"].items()}
+        got = {key: {k: v for k, v in prop.items() if k != "description"} for key, prop in schema["properties"].items()}
         assert got == properties, name
         assert schema.get("required", []) == required, name
 
@@ -147,8 +176,9 @@ def test_scripted_policy_completes_every_task(env: Desktop, task_id: str) -> Non
     assert episode.reward == 1.0
 
 
-@pytest.mark.parametrize("task_id", ["train/terminal-echo", "train/close-clock", "test/maximize-terminal",
-                                     "test/editor-replace"])
+@pytest.mark.parametrize(
+    "task_id", ["train/terminal-echo", "train/close-clock", "test/maximize-terminal", "test/editor-replace"]
+)
 def test_claiming_success_without_doing_the_task_scores_nothing(env: Desktop, task_id: str) -> None:
     async def run() -> float:
         await env.reset(task=task_id)
@@ -204,8 +234,11 @@ def test_agent_mistakes_are_error_observations(env: Desktop) -> None:
         for name, arguments, expected in [
             ("left_click", {"coordinate": [5000, 10]}, "off the screen"),
             ("left_click", {"coordinate": [1, 2, 3]}, "[x, y]"),
-            ("scroll", {"coordinate": [10, 10], "scroll_direction": "sideways", "scroll_amount": 1},
-             "scroll_direction"),
+            (
+                "scroll",
+                {"coordinate": [10, 10], "scroll_direction": "sideways", "scroll_amount": 1},
+                "scroll_direction",
+            ),
             ("key", {"keys": "NoSuchKey"}, "unknown key name"),
             ("terminate", {"status": "done"}, "success"),
             ("wait", {"duration": 1000}, "duration"),
@@ -298,8 +331,7 @@ def test_fifty_episodes_leave_no_process_behind() -> None:
     async def run() -> list[float]:
         rewards = []
         for index in range(50):
-            episode = await arun_episode(env, DesktopScripted(),
-                                         EpisodePlan(index, tasks[index % len(tasks)], index))
+            episode = await arun_episode(env, DesktopScripted(), EpisodePlan(index, tasks[index % len(tasks)], index))
             assert episode.failure is None
             rewards.append(episode.reward)
         await env.close()
@@ -311,10 +343,11 @@ def test_fifty_episodes_leave_no_process_behind() -> None:
         pool.close()
     assert rewards == [1.0] * 50
     assert len(started) >= 50
-    tags = {display.tag for display in started}
-    left = [process for process in desktop_processes() if process[2] in tags]
+    left = processes_in({display.sandbox.cgroup.name for display in started})
     assert not left, f"processes left after 50 episodes: {left}"
+    assert not [display for display in started if live(display.process.pid)], "X servers left"
     assert not [display for display in started if display.root.exists()]
+    assert not [path for display in started for path in display.sandbox.cgroup.dirs if path.exists()]
 
 
 def test_make_policy_knows_the_scripted_desktop_player() -> None:

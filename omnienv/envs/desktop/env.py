@@ -7,15 +7,18 @@ pool (``omnienv.sandboxes.xvfb``) or, with ``backend="e2b"``, on an E2B Desktop 
 
 Read it top to bottom:
 
-1. coordinates: models that think in a normalised space (Qwen3-VL's 0-1000) get their points
-   rescaled to pixels with ``Desktop(coordinate_space=(1000, 1000))``;
-2. the reward: a rubric that *checks the desktop* (files, window titles, geometry) when the episode
-   ends; ``terminate("success")`` ends the episode but earns nothing by itself;
-3. the environment: ``setup`` takes a display, writes the task's files and opens its apps; the
-   tools translate calls into xdotool actions.
+1. coordinates (:mod:`omnienv.envs.desktop.coordinates`): models that think in a normalised space
+   (Qwen3-VL's 0-1000) get their points rescaled to pixels with ``Desktop(coordinate_space=(1000, 1000))``;
+2. the reward: a rubric that *checks the desktop* when the episode ends (files read without
+   following symlinks, which process owns a window and where it is, an app's own state; never a
+   title); ``terminate("success")`` ends the episode but earns nothing by itself;
+3. the environment: ``setup`` takes a display, writes the task's files and opens its apps in the
+   session's sandbox; the tools become X input events (XTEST) from validated arguments.
 
-A display that dies mid-episode raises :class:`~omnienv.sandboxes.xvfb.DisplayError` (an
-``EnvironmentFailure``): the episode is flagged as failed and never scored.
+A display that dies mid-episode raises :class:`~omnienv.sandboxes.desktop.DisplayError` (an
+``EnvironmentFailure``): the episode is flagged as failed and never scored. A display that a
+program of the agent's froze or cut off ends the episode as the agent's doing
+(:class:`~omnienv.core.errors.AgentCausedEnd`), scored.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ import random
 import time
 from typing import Literal
 
-from omnienv.core import AsyncEnvironment, ImageBlock, Rubric, Task, ToolError, ToolResult, tool
+from omnienv.core import AgentCausedEnd, AsyncEnvironment, ImageBlock, Rubric, Task, ToolError, ToolResult, tool
+from omnienv.envs.desktop.coordinates import Coordinates
 from omnienv.envs.desktop.tasks import app_command, core_tasks, find_task
 from omnienv.sandboxes.desktop import DesktopSession
 from omnienv.sandboxes.xvfb import DisplayPool, DisplaySpec, XvfbDisplay, shared_pool
@@ -36,6 +40,7 @@ SETTLE_SECONDS = 2.0  # how long a check may wait for the desktop to catch up (a
 MAX_WAIT = 60.0
 MAX_HOLD = 10.0
 MAX_SCROLL = 50
+MAX_TYPE = 20_000
 SCROLL_DIRECTIONS = ("up", "down", "left", "right")
 PROMPT = (
     "You are operating a Linux desktop ({apps}, {width}x{height}). {coordinates}\n"
@@ -44,41 +49,6 @@ PROMPT = (
     "Call screenshot first to see the screen, then drive with the click/type/key tools. "
     "Only one tool call per turn. End with terminate."
 )
-
-
-# -- 1. coordinates ------------------------------------------------------------------------------
-
-
-class Coordinates:
-    """Maps the model's ``[x, y]`` to screen pixels, and back for ``cursor_position``."""
-
-    def __init__(self, screen: tuple[int, int], space: tuple[int, int] | None) -> None:
-        self.screen = screen
-        self.space = space or screen
-
-    def describe(self) -> str:
-        if self.space == self.screen:
-            return "Coordinates are absolute pixels in [x, y] arrays."
-        return (f"Coordinates are [x, y] arrays in a {self.space[0]}x{self.space[1]} space "
-                "that spans the whole screen.")
-
-    def to_pixels(self, point: list[int], name: str = "coordinate") -> tuple[int, int]:
-        if len(point) != 2:
-            raise ToolError(f"{name} must be [x, y] (two integers), got {point}")
-        x, y = point
-        width, height = self.space
-        scaled = self.space != self.screen  # a normalised space includes its end: Qwen emits 1000
-        if not (0 <= x <= width - (not scaled) and 0 <= y <= height - (not scaled)):
-            closing = "]" if scaled else ")"
-            raise ToolError(f"{name} {point} is off the screen: x must be in [0, {width}{closing}, "
-                            f"y in [0, {height}{closing}")
-        if not scaled:
-            return x, y
-        return (min(round(x * self.screen[0] / width), self.screen[0] - 1),
-                min(round(y * self.screen[1] / height), self.screen[1] - 1))
-
-    def from_pixels(self, x: int, y: int) -> tuple[int, int]:
-        return round(x * self.space[0] / self.screen[0]), round(y * self.space[1] / self.screen[1])
 
 
 # -- 2. the reward -------------------------------------------------------------------------------
@@ -99,8 +69,13 @@ async def verify(env: Desktop) -> bool:
     check = find_task(task.id).check
     deadline = time.monotonic() + SETTLE_SECONDS
     while True:
-        if await check(env.desktop):
-            return True
+        try:
+            if await check(env.desktop):
+                return True
+        except AgentCausedEnd:  # the agent froze or cut off its display: nothing can be checked
+            return False
+        except ToolError:  # the desktop changed under the check (a window closing): look again
+            pass
         if time.monotonic() > deadline:
             return False
         await asyncio.sleep(0.05)
@@ -163,15 +138,17 @@ class Desktop(AsyncEnvironment):
         apps = spec.apps if spec else ("terminal",)
         for path, text in (spec.files if spec else {}).items():
             await desktop.write_file(path, text.encode())
-        windows = [app_command(app) for app in apps]
-        for command, _ in windows:
-            await desktop.launch(command)
-        for _, title in windows:
-            await desktop.wait_for_window(title)
+        launched = [app_command(app) for app in apps]
+        for name, command in launched:
+            await desktop.launch(command, name)
+        for name, _ in launched:
+            await desktop.wait_for_app(name)
         return PROMPT.format(
             apps=", ".join(app.partition(":")[0] for app in apps),
-            width=self.resolution[0], height=self.resolution[1],
-            coordinates=self.coordinates.describe(), home="~",
+            width=self.resolution[0],
+            height=self.resolution[1],
+            coordinates=self.coordinates.describe(),
+            home="~",
             instruction=spec.instruction if spec else "Explore the desktop, then call terminate.",
         )
 
@@ -300,8 +277,9 @@ class Desktop(AsyncEnvironment):
         return await self._done(f"Moved cursor to ({coordinate[0]},{coordinate[1]})")
 
     @tool
-    async def left_click_drag(self, start_coordinate: list[int], coordinate: list[int],
-                              text: str | None = None) -> str | ToolResult:
+    async def left_click_drag(
+        self, start_coordinate: list[int], coordinate: list[int], text: str | None = None
+    ) -> str | ToolResult:
         """Press the left button at one point, drag to another, and release.
 
         Args:
@@ -335,8 +313,9 @@ class Desktop(AsyncEnvironment):
         return await self._done("Left mouse released")
 
     @tool
-    async def scroll(self, coordinate: list[int], scroll_direction: str, scroll_amount: int,
-                     text: str | None = None) -> str | ToolResult:
+    async def scroll(
+        self, coordinate: list[int], scroll_direction: str, scroll_amount: int, text: str | None = None
+    ) -> str | ToolResult:
         """Scroll the mouse wheel at a point.
 
         Args:
@@ -347,8 +326,7 @@ class Desktop(AsyncEnvironment):
         """
         direction = scroll_direction.strip().lower()
         if direction not in SCROLL_DIRECTIONS:
-            raise ToolError(f"scroll_direction must be one of {', '.join(SCROLL_DIRECTIONS)}; "
-                            f"got {scroll_direction!r}")
+            raise ToolError(f"scroll_direction must be one of {', '.join(SCROLL_DIRECTIONS)}; got {scroll_direction!r}")
         if not 0 <= scroll_amount <= MAX_SCROLL:
             raise ToolError(f"scroll_amount must be between 0 and {MAX_SCROLL}, got {scroll_amount}")
         x, y = self._px(coordinate)
@@ -362,6 +340,8 @@ class Desktop(AsyncEnvironment):
         Args:
             text: The text to type.
         """
+        if len(text) > MAX_TYPE:
+            raise ToolError(f"text is too long ({len(text)} characters, at most {MAX_TYPE} per call)")
         await self.desktop.type_text(text)
         return await self._done(f"Typed {len(text)} chars")
 
@@ -370,7 +350,7 @@ class Desktop(AsyncEnvironment):
         """Press a key or a key combination.
 
         Args:
-            keys: Key or combo, xdotool syntax. e.g. "enter", "ctrl+s"
+            keys: Key or combo, X key names. e.g. "enter", "ctrl+s", "Page_Down"
         """
         await self.desktop.key(keys)
         return await self._done(f"Pressed {keys}")
@@ -380,7 +360,7 @@ class Desktop(AsyncEnvironment):
         """Hold a key or combination down for some seconds.
 
         Args:
-            keys: Key or combo, xdotool syntax.
+            keys: Key or combo, X key names. e.g. "shift", "ctrl+a"
             duration: Seconds to hold (at most 10).
         """
         if not 0 <= duration <= MAX_HOLD:
@@ -409,11 +389,12 @@ class Desktop(AsyncEnvironment):
             status: "success" or "failure"
         """
         if status not in ("success", "failure"):
-            raise ToolError(f"status must be \"success\" or \"failure\", got {status!r}")
+            raise ToolError(f'status must be "success" or "failure", got {status!r}')
         self.terminate_status = status
         self.verdict = await verify(self)
-        return ToolResult.of(f"Episode terminated: {status}", done=True,
-                             info={"terminate_status": status, "success": self.verdict})
+        return ToolResult.of(
+            f"Episode terminated: {status}", done=True, info={"terminate_status": status, "success": self.verdict}
+        )
 
     @tool
     async def run_command(self, command: str) -> str:

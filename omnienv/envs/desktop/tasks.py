@@ -1,33 +1,36 @@
 """The desktop tasks, each with a check that reads the desktop's real state at the end.
 
-A check looks at files in the session's home directory, window titles and window geometry,
-never at what the agent said. Apps open at fixed places (``-geometry``), so a scripted policy
-and a human can both find them; the prompt does not depend on that.
+A check looks at files in the session's home directory (never through a symlink), at which
+process owns a window and where that window really is, and at an app's own state (who owns the
+selection, and what it holds): never at what the agent said, nor at a window title. Apps open
+at fixed places (``-geometry``), so a scripted policy and a human can both find them; the prompt
+does not depend on that.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from omnienv.core import Task
-from omnienv.sandboxes.desktop import DesktopSession
+from omnienv.sandboxes.desktop import DesktopSession, Window
 
 __all__ = ["APPS", "DESKTOP_TASKS", "DesktopTask", "core_tasks", "find_task"]
 
 Check = Callable[[DesktopSession], Awaitable[bool]]
 
-# app name -> (command line, a regular expression matching its window title)
-APPS: dict[str, tuple[str, str]] = {
-    "terminal": ("xterm -geometry 80x24+10+10", "^xterm$"),
-    "clock": ("xclock -geometry 150x150+600+450", "^xclock$"),
-    "calculator": ("xcalc -geometry +40+400", "^Calculator$"),
+# app name -> the command line that starts it (at a fixed place, so scripted players can find it)
+APPS: dict[str, str] = {
+    "terminal": "xterm -geometry 80x24+10+10",
+    "clock": "xclock -geometry 150x150+600+450",
+    "calculator": "xcalc -geometry +40+400",
 }
 EDITOR_GEOMETRY = "480x360+520+10"
 
 
-def editor(path: str) -> tuple[str, str]:
-    return (f"xedit -geometry {EDITOR_GEOMETRY} {path}", "^xedit$")
+def editor(path: str) -> str:
+    return f"xedit -geometry {EDITOR_GEOMETRY} {path}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +43,11 @@ class DesktopTask:
     answer: str | None = None
 
 
-# -- checks: small factories over the session's real state ---------------------------------------
+# -- checks: small factories over facts the agent cannot fake in a call or two -------------------
+#
+# Files are read without following symlinks. A window counts when its X client is the very
+# process the environment launched (its pid, as the X server saw it connect), or a process of the
+# session running the expected program; never by its title, which any client can set.
 
 
 def file_is(path: str, text: str) -> Check:
@@ -61,32 +68,70 @@ def file_contains(path: str, text: str) -> Check:
 
 def file_missing(path: str) -> Check:
     async def check(desktop: DesktopSession) -> bool:
-        return await desktop.read_file(path) is None and not await desktop.is_dir(path)
+        return await desktop.path_kind(path) is None
 
     return check
 
 
 def is_directory(path: str) -> Check:
     async def check(desktop: DesktopSession) -> bool:
-        return await desktop.is_dir(path)
+        return await desktop.path_kind(path) == "dir"
 
     return check
 
 
-def window_titled(title: str, present: bool = True) -> Check:
+def app_open(name: str) -> Check:
+    """The app the environment launched as ``name`` still runs and shows a window."""
+
     async def check(desktop: DesktopSession) -> bool:
-        return (title in await desktop.window_titles()) is present
+        return await desktop.app_alive(name) and bool(await desktop.app_windows(name))
 
     return check
 
 
-Geometry = tuple[int, int, int, int]
+def app_closed(name: str) -> Check:
+    """The app the environment launched as ``name`` has exited (hiding its window is not closing it)."""
 
-
-def window_where(title_pattern: str, test: Callable[[DesktopSession, Geometry], bool]) -> Check:
     async def check(desktop: DesktopSession) -> bool:
-        geometry = await desktop.window_geometry(title_pattern)
-        return geometry is not None and test(desktop, geometry)
+        return name in desktop.apps and not await desktop.app_alive(name)
+
+    return check
+
+
+def program_window(program: str) -> Check:
+    """Some process of the session running ``program`` (its executable, not its title) shows a window."""
+
+    async def check(desktop: DesktopSession) -> bool:
+        for window in await desktop.windows():
+            if (
+                window.viewable
+                and window.exe
+                and os.path.basename(window.exe) == program
+                and window.pid is not None
+                and await desktop.in_session(window.pid)
+            ):
+                return True
+        return False
+
+    return check
+
+
+def app_window_where(name: str, test: Callable[[DesktopSession, Window], bool]) -> Check:
+    """A window of the app launched as ``name`` passes ``test`` (its real geometry)."""
+
+    async def check(desktop: DesktopSession) -> bool:
+        return any(test(desktop, window) for window in await desktop.app_windows(name))
+
+    return check
+
+
+def selected_in(name: str, text: str) -> Check:
+    """The app launched as ``name`` owns the PRIMARY selection, and it holds ``text``."""
+
+    async def check(desktop: DesktopSession) -> bool:
+        app = desktop.apps.get(name)
+        found = await desktop.selection(owner=name)
+        return app is not None and found is not None and found[0] == app.pid and found[1].strip() == text
 
     return check
 
@@ -101,14 +146,12 @@ def all_of(*checks: Check) -> Check:
     return check
 
 
-def _maximised(desktop: DesktopSession, geometry: Geometry) -> bool:
-    _, _, width, height = geometry
-    return width >= 0.9 * desktop.width and height >= 0.8 * desktop.height
+def _maximised(desktop: DesktopSession, window: Window) -> bool:
+    return window.width >= 0.9 * desktop.width and window.height >= 0.8 * desktop.height
 
 
-def _left_half(desktop: DesktopSession, geometry: Geometry) -> bool:
-    x, _, width, _ = geometry
-    return x + width / 2 < desktop.width / 2
+def _left_half(desktop: DesktopSession, window: Window) -> bool:
+    return window.x + window.width / 2 < desktop.width / 2
 
 
 # -- the tasks -----------------------------------------------------------------------------------
@@ -138,20 +181,21 @@ TRAIN = [
         files={"notes.txt": ""},
     ),
     DesktopTask(
-        "terminal-title",
-        "Change the title of the terminal window to build-42.",
-        window_titled("build-42"),
+        "terminal-select",
+        "In the terminal, print the word selectme42 (for example with echo), then select that word "
+        "on the screen with the mouse, so that it could be pasted elsewhere.",
+        selected_in("terminal", "selectme42"),
     ),
     DesktopTask(
         "close-clock",
         "Close the clock window, and leave the terminal open.",
-        all_of(window_titled("xclock", present=False), window_titled("xterm")),
+        all_of(app_closed("clock"), app_open("terminal")),
         apps=("terminal", "clock"),
     ),
     DesktopTask(
         "open-calculator",
         "Open the calculator application (the program is called xcalc).",
-        window_titled("Calculator"),
+        program_window("xcalc"),
     ),
     DesktopTask(
         "calculator-answer",
@@ -173,12 +217,12 @@ TEST = [
     DesktopTask(
         "maximize-terminal",
         "Maximize the terminal window so that it fills the screen.",
-        window_where("^xterm$", _maximised),
+        app_window_where("terminal", _maximised),
     ),
     DesktopTask(
         "move-clock",
         "Drag the clock window into the left half of the screen.",
-        window_where("^xclock$", _left_half),
+        app_window_where("clock", _left_half),
         apps=("terminal", "clock"),
     ),
     DesktopTask(
@@ -197,16 +241,17 @@ DESKTOP_TASKS: dict[str, DesktopTask] = {
 
 
 def app_command(app: str) -> tuple[str, str]:
-    """(command line, window title pattern) for ``"terminal"`` or ``"editor:notes.txt"``."""
+    """(app name, command line) for ``"terminal"`` or ``"editor:notes.txt"``."""
     if app.startswith("editor:"):
-        return editor(app.partition(":")[2])
-    return APPS[app]
+        return "editor", editor(app.partition(":")[2])
+    return app, APPS[app]
 
 
 def core_tasks(split: str) -> list[Task]:
     return [
         Task(task_id, split, {"instruction": task.instruction, "apps": list(task.apps)}, task.answer)
-        for task_id, task in DESKTOP_TASKS.items() if task_id.startswith(f"{split}/")
+        for task_id, task in DESKTOP_TASKS.items()
+        if task_id.startswith(f"{split}/")
     ]
 
 

@@ -1,0 +1,392 @@
+"""One local desktop: an Xvfb server on the host, everything else in the session's one sandbox.
+
+- **The X server** (:mod:`~omnienv.sandboxes.xvfb.server`) is the only host process of the
+  display besides its watchdog: fixed arguments, no TCP, no shared memory.
+- **Every X client of the session** (the window manager, the task's apps, the agent's shell and
+  whatever they start, a terminal opened from the window manager's menu included) starts through
+  :meth:`Sandbox.spawn <omnienv.sandboxes.sandbox.Sandbox.spawn>`: bubblewrap, the sandbox's
+  cgroup, an explicit environment, and the display's socket file bound in read-only, alone.
+- **Input and window facts** go through the host's own X connection
+  (:mod:`~omnienv.sandboxes.xvfb.xclient`): XTEST and X-Resource, no process per action.
+- **Files** of the home directory (the sandbox's work dir) are read and written by the host
+  without following symlinks; the agent's commands go through pipes
+  (:mod:`~omnienv.sandboxes.xvfb.shell`).
+
+A machine that cannot run bubblewrap cannot run a desktop: :meth:`XvfbDisplay.start` refuses with
+:class:`~omnienv.sandboxes.bubblewrap.SandboxUnavailableError`, never runs anything unsandboxed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shlex
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import IO, Any, TypeVar
+
+from omnienv.core.errors import AgentCausedEnd
+from omnienv.sandboxes.bubblewrap import HOME, Limits
+from omnienv.sandboxes.desktop import (
+    BUTTONS,
+    CLICK_SETTLE,
+    MODIFIERS,
+    SCROLL_BUTTONS,
+    App,
+    CommandResult,
+    DesktopSession,
+    DisplayError,
+    Window,
+    drag_path,
+    modifiers,
+    parse_keys,
+)
+from omnienv.sandboxes.sandbox import Sandbox
+from omnienv.sandboxes.xvfb.capture import Grabber
+from omnienv.sandboxes.xvfb.launch import AppLog, on_spawner, path_kind, program_pid, require_sandbox, running
+from omnienv.sandboxes.xvfb.server import XServer, missing_programs
+from omnienv.sandboxes.xvfb.shell import SandboxShell
+from omnienv.sandboxes.xvfb.xclient import XClient, XConnectionLost
+
+__all__ = ["PREFIX", "DisplaySpec", "XvfbDisplay"]
+
+T = TypeVar("T")
+PREFIX = "omnienv-desktop-"
+X_TIMEOUT = 30.0
+"""Seconds an X request may take; past that a client on the display holds the server (XGrabServer)."""
+MULTI_CLICK_GAP = 0.03
+READ_LIMIT = 16 * 1024 * 1024
+TYPE_CHUNK = 256
+SYSTEM_CONFIG = ("/etc/X11", "/etc/xdg", "/var/cache/fontconfig")
+"""Read-only in every sandbox when present: app defaults (xcalc's keys, xterm's menus), openbox's rc
+and menu, and the font cache (without it every app rescans the fonts: a third of a second)."""
+
+
+@dataclass(frozen=True, slots=True)
+class DisplaySpec:
+    """What a display looks like; pools are shared per spec."""
+
+    width: int = 1024
+    height: int = 768
+    depth: int = 24
+    window_manager: str | None = "openbox"
+    start_timeout: float = 10.0
+    limits: Limits | None = None
+    """The session sandbox's limits (memory, processes, CPU, work-dir size); None for the defaults."""
+
+
+class XvfbDisplay(DesktopSession):
+    """One display: its X server, its sandbox (home = the sandbox's work dir) and what runs there."""
+
+    def __init__(self, spec: DisplaySpec, sandbox: Sandbox, server: XServer) -> None:
+        self.spec = spec
+        self.width, self.height = spec.width, spec.height
+        self.sandbox = sandbox
+        self.server = server
+        self.x = XClient(server.name)
+        self.apps: dict[str, App] = {}
+        self.window_manager: subprocess.Popen[bytes] | None = None
+        self._grabber = Grabber(server.name)
+        self._log = AppLog()
+        self._shell = SandboxShell(self._start_shell)
+        self._settle_until = 0.0
+        self._stuck = False
+        # X calls run on the display's own thread, not the loop's default pool: a call stuck behind a
+        # client's XGrabServer must hold up neither other sessions nor the loop's shutdown.
+        self._x_thread = ThreadPoolExecutor(1, thread_name_prefix=f"omnienv-x{server.number}")
+        self._closed = False
+        self._close_lock = threading.Lock()
+        self.env = {
+            "DISPLAY": server.name,
+            "HOME": HOME,
+            "USER": "user",
+            "LOGNAME": "user",
+            "LANG": "C.UTF-8",
+            "TERM": "xterm",
+            "SHELL": "/bin/bash",
+            "PATH": "/usr/local/bin:/usr/bin:/bin",
+        }
+        (sandbox.run_dir / "passwd").write_text("user:x:1000:1000::/home/user:/bin/bash\n")
+        (sandbox.run_dir / "group").write_text("user:x:1000:\n")
+        self._read_only = [server.socket, *(path for path in SYSTEM_CONFIG if os.path.isdir(path))]
+        self._files = [(str(sandbox.run_dir / "passwd"), "/etc/passwd"), (str(sandbox.run_dir / "group"), "/etc/group")]
+
+    name = property(lambda self: self.server.name)
+    number = property(lambda self: self.server.number)
+    process = property(lambda self: self.server.process, doc="The Xvfb process.")
+    root = property(lambda self: self.sandbox.root)
+    home = property(lambda self: self.sandbox.work_dir, doc="The home directory (/home/user inside).")
+
+    def __repr__(self) -> str:
+        return f"XvfbDisplay({self.name}, {self.width}x{self.height}, {self.sandbox!r})"
+
+    # -- lifecycle (blocking: pools call these from threads) ---------------------------------
+
+    @classmethod
+    def start(cls, spec: DisplaySpec = DisplaySpec()) -> XvfbDisplay:
+        """Start Xvfb, the session's sandbox and its window manager; return once windows are managed."""
+        needed = ["Xvfb", "bwrap", *([spec.window_manager] if spec.window_manager else [])]
+        missing = missing_programs(needed)
+        if missing:
+            raise DisplayError(
+                f"missing programs {', '.join(missing)}: run 'make system-deps' "
+                "(apt-get install bubblewrap xvfb openbox xterm x11-apps)"
+            )
+        require_sandbox()
+        deadline = time.monotonic() + spec.start_timeout
+        sandbox = Sandbox(spec.limits, prefix=PREFIX)
+        log = sandbox.run_dir / "xvfb.log"
+        try:
+            server = XServer.start(spec.width, spec.height, spec.depth, log, deadline, sandbox.limits.memory_bytes)
+        except BaseException:
+            sandbox.close()
+            raise
+        display = cls(spec, sandbox, server)
+        try:
+            sandbox.cgroup.add(server.process.pid)  # what clients make the server do counts against the session
+            server.watch(sandbox.root, sandbox.cgroup.dirs)
+            if spec.window_manager:
+                display._start_window_manager(deadline)
+        except BaseException:
+            display.close_now()
+            raise
+        return display
+
+    def spawn(
+        self,
+        argv: Sequence[str],
+        *,
+        stdin: int | IO[Any] | None = subprocess.DEVNULL,
+        stdout: int | IO[Any] | None = None,
+    ) -> subprocess.Popen[bytes]:
+        """Start ``argv`` in the session's sandbox, on this display (the only way anything starts)."""
+        if not self.alive():
+            raise DisplayError(f"display {self.name} is gone")
+        try:
+            return on_spawner(
+                lambda: self.sandbox.spawn(
+                    list(argv),
+                    env=self.env,
+                    read_only=self._read_only,
+                    files=self._files,
+                    stdin=stdin,
+                    stdout=self._log.write_fd if stdout is None else stdout,
+                    stderr=self._log.write_fd,
+                )
+            )
+        except RuntimeError as exc:  # the sandbox closed under us
+            raise DisplayError(f"display {self.name} is gone: {exc}") from exc
+
+    def _start_window_manager(self, deadline: float) -> None:
+        manager = self.spec.window_manager or ""
+        self.window_manager = self.spawn([manager])
+
+        def running() -> bool:
+            return self.server.alive() and self.window_manager is not None and self.window_manager.poll() is None
+
+        if not self.x.wait_managed(deadline, running):
+            raise DisplayError(f"window manager {manager!r} did not start on {self.name}{self.diagnosis()}")
+
+    def _start_shell(self) -> subprocess.Popen[bytes]:
+        return self.spawn(["bash", "--noprofile", "--norc", "-s"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+
+    def alive(self) -> bool:
+        return not self._closed and self.server.alive()
+
+    def require_alive(self) -> None:
+        if self.alive():
+            return
+        if not self._closed and self.server.process.returncode == -9 and self.sandbox.memory_limit_hits():
+            raise AgentCausedEnd(
+                "the desktop ran out of memory: the session's programs together (the X server's "
+                "work for them included) hit its limit",
+                reason="memory_limit",
+            )
+        raise DisplayError("the desktop display died")
+
+    def diagnosis(self) -> str:
+        said = self._log.tail() or self.server.tail()
+        return f"; the apps said: {said}" if said else ""
+
+    def close_now(self) -> None:
+        """Kill every process of the session, the X server, and delete every file; idempotent."""
+        with self._close_lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._shell.close()
+        self.x.abort()
+        self._x_thread.shutdown(wait=False)
+        # The session's clients first: one of them may hold the server (XGrabServer), and our own
+        # connections would wait on it.
+        self.sandbox.close()
+        self.x.close()
+        self._grabber.close()
+        self.server.stop()
+        self._log.close()
+
+    async def close(self) -> None:
+        await asyncio.to_thread(self.close_now)
+
+    # -- calls into X with a deadline ---------------------------------------------------------
+
+    async def _blocking(self, fn: Callable[..., T], *args: Any) -> T:
+        self.require_alive()
+        if self._stuck:
+            raise AgentCausedEnd("the display does not answer any more", reason="display_unresponsive")
+        try:
+            call = asyncio.get_running_loop().run_in_executor(self._x_thread, fn, *args)
+            return await asyncio.wait_for(call, X_TIMEOUT)
+        except TimeoutError:
+            self.x.abort()  # frees the worker thread stuck on the held server
+            self.require_alive()
+            self._stuck = True
+            raise AgentCausedEnd(
+                f"the display stopped answering for {X_TIMEOUT:g} s: a program on it holds the "
+                "X server (XGrabServer) or floods it",
+                reason="display_unresponsive",
+            ) from None
+        except XConnectionLost as exc:
+            self.require_alive()  # a dead server is infrastructure; a live one lost us to a client's XKillClient
+            raise AgentCausedEnd(
+                f"a program on the display keeps disconnecting the desktop's own connection ({exc})",
+                reason="display_connection_killed",
+            ) from exc
+
+    async def _settle(self) -> None:
+        wait = self._settle_until - time.monotonic()
+        if wait > 0:
+            await asyncio.sleep(wait)
+
+    # -- input -----------------------------------------------------------------------------------
+
+    async def click(self, x: int, y: int, button: str = "left", repeat: int = 1, held: str | None = None) -> None:
+        mods = [MODIFIERS[m] for m in modifiers(held)]
+        code = BUTTONS[button]
+        for index in range(repeat):
+            if index:
+                await asyncio.sleep(MULTI_CLICK_GAP)
+            await self._blocking(self.x.buttons, [(code, True), (code, False)], (x, y), mods)
+        self._settle_until = time.monotonic() + CLICK_SETTLE
+
+    async def move(self, x: int, y: int) -> None:
+        await self._blocking(self.x.move, x, y)
+
+    async def mouse_button(self, pressed: bool, at: tuple[int, int] | None = None) -> None:
+        await self._blocking(self.x.buttons, [(1, pressed)], at)
+        self._settle_until = time.monotonic() + CLICK_SETTLE
+
+    async def drag(self, start: tuple[int, int], end: tuple[int, int], held: str | None = None) -> None:
+        """Press, move in steps, release: window managers and apps start a drag on motion past a threshold."""
+        words = modifiers(held)
+        held_combos = parse_keys(" ".join(words)) if words else []  # each modifier pressed as a key
+        if held_combos:
+            await self._blocking(self.x.press_combos, held_combos, True, False)
+        try:
+            await self._blocking(self.x.buttons, [(1, True)], start)
+            await asyncio.sleep(0.05)
+            for point in drag_path(start, end):
+                await self._blocking(self.x.move, *point)
+                await asyncio.sleep(0.02)
+            await asyncio.sleep(0.05)
+        finally:
+            await self._blocking(self.x.buttons, [(1, False)])
+            if held_combos:
+                await self._blocking(self.x.press_combos, list(reversed(held_combos)), False, True)
+        self._settle_until = time.monotonic() + CLICK_SETTLE
+
+    async def scroll(self, x: int, y: int, direction: str, amount: int, held: str | None = None) -> None:
+        mods = [MODIFIERS[m] for m in modifiers(held)]
+        code = SCROLL_BUTTONS[direction]
+        await self._blocking(self.x.buttons, [(code, True), (code, False)] * amount, (x, y), mods)
+
+    async def type_text(self, text: str) -> None:
+        await self._settle()
+        for start in range(0, len(text), TYPE_CHUNK):
+            await self._blocking(self.x.type_text, text[start : start + TYPE_CHUNK])
+
+    async def key(self, keys: str) -> None:
+        combos = parse_keys(keys)
+        await self._settle()
+        await self._blocking(self.x.press_combos, combos)
+
+    async def hold_key(self, keys: str, seconds: float) -> None:
+        combos = parse_keys(keys)
+        await self._settle()
+        await self._blocking(self.x.press_combos, combos, True, False)
+        try:
+            await asyncio.sleep(seconds)
+        finally:
+            await self._blocking(self.x.press_combos, list(reversed(combos)), False, True)
+
+    async def cursor(self) -> tuple[int, int]:
+        return await self._blocking(self.x.pointer)
+
+    def screenshot_png(self, level: int = 1) -> bytes:
+        """Capture and encode at a fast zlib level (blocking, about a dozen milliseconds)."""
+        self.require_alive()
+        return self._grabber.png(level)
+
+    async def screenshot(self) -> bytes:
+        return await self._blocking(self.screenshot_png)
+
+    # -- programs ----------------------------------------------------------------------------
+
+    async def shell(self, command: str, timeout: float = 60.0) -> CommandResult:
+        """Run ``command`` with bash in the home directory, in the sandbox, as a terminal would."""
+        self.require_alive()
+        cancelled = threading.Event()
+        try:
+            return await asyncio.to_thread(self._shell.run, command, timeout, cancelled)
+        finally:
+            cancelled.set()  # a cancelled call kills the shell instead of leaving it running
+
+    async def launch(self, command: str, name: str | None = None) -> App:
+        argv = shlex.split(command)
+        process = await asyncio.to_thread(self.spawn, argv)
+        pid = await asyncio.to_thread(program_pid, process)
+        app = App(name or argv[0], command, pid, process)
+        self.apps[app.name] = app
+        return app
+
+    async def app_alive(self, name: str) -> bool:
+        app = self.apps.get(name)
+        return (
+            app is not None
+            and isinstance(app.handle, subprocess.Popen)
+            and app.handle.poll() is None
+            and running(app.pid)
+        )
+
+    def pids(self) -> set[int]:
+        """Every process of the session: the sandbox's (the X server is in its cgroup, for the limits)."""
+        return self.sandbox.pids() if not self._closed else set()
+
+    async def in_session(self, pid: int) -> bool:
+        return pid in self.pids()
+
+    # -- facts for checkers --------------------------------------------------------------------
+
+    async def windows(self) -> list[Window]:
+        return await self._blocking(self.x.windows)
+
+    async def selection(self, owner: str | None = None) -> tuple[int | None, str] | None:
+        app = self.apps.get(owner) if owner else None
+        if owner is not None and app is None:
+            return None
+        return await self._blocking(self.x.selection, lambda pid: app is None or pid == app.pid)
+
+    # -- files of the home directory, never through a symlink ---------------------------------
+
+    async def read_file(self, path: str) -> bytes | None:
+        return self.sandbox.read_work_file(path, READ_LIMIT)
+
+    async def write_file(self, path: str, data: bytes) -> None:
+        self.sandbox.write_work_file(path, data)
+
+    async def path_kind(self, path: str) -> str | None:
+        return path_kind(self.home, path)
