@@ -9,7 +9,8 @@ import omnienv.rollout
 CORE = {
     "CapacityError", "InvalidJSONError", "MessageTooLargeError", "MessageValidationError", "ProtocolError",
     "SessionError", "SessionLostError", "SessionNotFoundError", "StepTimeoutError", "UnknownMessageError",
-    "ActionError", "AgentCausedEnd", "AgentOnlyError", "AsyncEnv", "AsyncEnvironment", "Block", "CheckReport", "Environment",
+    "ActionError", "AgentCausedEnd", "AgentOnlyError", "AsyncEnv", "AsyncEnvironment", "Block", "CheckReport",
+    "Environment",
     "EnvironmentBase", "EnvironmentDefinitionError", "EnvironmentFailure", "EpisodeOverError", "Failure",
     "ImageBlock", "InvalidArgumentsError", "NotResetError", "Observation", "OmniEnvError", "Rubric",
     "RubricScore", "State", "StepResult", "Task", "TaskError", "TextBlock", "ToolCall", "ToolError",
