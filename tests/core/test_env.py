@@ -8,6 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from omnienv.core import (
+    AgentCausedEnd,
     AsyncEnvironment,
     Environment,
     EnvironmentFailure,
@@ -67,6 +68,11 @@ class Counter(Environment):
     def crash(self) -> str:
         """Break."""
         raise RuntimeError("disk on fire")
+
+    @tool
+    def self_destruct(self) -> str:
+        """The agent ends its own episode (say, its code killed its kernel)."""
+        raise AgentCausedEnd("your code ended the kernel", reason="kernel_died")
 
     def state_fields(self) -> dict[str, object]:
         return {"count": self.count}
@@ -128,6 +134,20 @@ def test_crash_is_a_failure_not_a_score() -> None:
     assert "disk on fire" not in result.observation.text  # the agent sees no internals
     assert result.finished and env.failure == result.failure
     assert env.state().truncated
+    with pytest.raises(EpisodeOverError):
+        env.step(ToolCall("inc"))
+
+
+def test_what_the_agent_caused_is_scored_not_masked() -> None:
+    env = Counter()
+    env.reset(task="train/2")
+    result = env.step(ToolCall("self_destruct"))
+    assert result.failure is None and env.failure is None
+    assert result.done and not result.truncated and result.finished
+    assert result.info["ended_by_agent"] == {"reason": "kernel_died", "message": "your code ended the kernel"}
+    assert result.info["rubric"] == {"finished_fast": 0.0, "penalty": 0.0}
+    assert result.observation.is_error and "ended the kernel" in result.observation.text
+    assert env.episode_reward == result.reward == 0.0
     with pytest.raises(EpisodeOverError):
         env.step(ToolCall("inc"))
 
