@@ -88,8 +88,11 @@ def raw_print_calls(n: int) -> list[float]:
             msg_id = client.execute("print(1)")
             while True:
                 msg = client.get_iopub_msg(timeout=10)
-                if (msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "status"
-                        and msg["content"]["execution_state"] == "idle"):
+                if (
+                    msg["parent_header"].get("msg_id") == msg_id
+                    and msg["msg_type"] == "status"
+                    and msg["content"]["execution_state"] == "idle"
+                ):
                     break
             client.get_shell_msg(timeout=10)
             times.append(time.perf_counter() - started)
@@ -164,10 +167,14 @@ def main(argv: list[str] | None = None) -> None:
     raw_start = by_name["raw jupyter_client start (no sandbox)"]
     step = by_name["omnienv print(1) step (sandboxed)"]
     raw_step = by_name["raw print(1) (no sandbox)"]
-    console.print(f"reset p50 {reset[0]:.1f} ms (target <= 100 ms): {reset[0] / raw_start[0]:.3f}x the raw "
-                  f"kernel start; waited {waited:.1f} s in total for the pool to refill between resets")
-    console.print(f"print(1) p50 {step[0]:.2f} ms (target <= 10 ms): {step[0] / raw_step[0]:.2f}x the raw "
-                  f"jupyter_client call; p99 {step[1] / raw_step[1]:.2f}x")
+    console.print(
+        f"reset p50 {reset[0]:.1f} ms (target <= 100 ms): {reset[0] / raw_start[0]:.3f}x the raw "
+        f"kernel start; waited {waited:.1f} s in total for the pool to refill between resets"
+    )
+    console.print(
+        f"print(1) p50 {step[0]:.2f} ms (target <= 10 ms): {step[0] / raw_step[0]:.2f}x the raw "
+        f"jupyter_client call; p99 {step[1] / raw_step[1]:.2f}x"
+    )
 
 
 if __name__ == "__main__":

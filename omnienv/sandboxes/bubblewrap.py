@@ -39,7 +39,7 @@ what it was started with, so it must never be the server's."""
 _ETC = (
     "alternatives", "fonts", "hosts", "ld.so.cache", "ld.so.conf", "ld.so.conf.d",
     "localtime", "mime.types", "nsswitch.conf", "ssl",
-)
+)  # fmt: skip
 _TOP_LEVEL = ("bin", "lib", "lib32", "lib64", "libx32", "sbin")
 
 
@@ -59,7 +59,8 @@ class Limits:
     ``total_memory_bytes``, ``total_processes`` and ``cpus`` bound the whole sandbox (every
     process, and what it keeps in its in-memory ``/tmp``, ``/dev/shm`` and work dir) through its
     cgroup where the machine allows one (:mod:`omnienv.sandboxes.cgroups`). ``tmp_bytes``,
-    ``shm_bytes`` and ``work_bytes`` size ``/tmp``, ``/dev/shm`` and the work directory.
+    ``shm_bytes`` and ``work_bytes`` size ``/tmp``, ``/dev/shm`` and the work directory;
+    ``run_bytes`` sizes the sandbox's run directory (sockets and files it shares with the host).
     """
 
     memory_bytes: int = 2 * 1024**3
@@ -73,6 +74,7 @@ class Limits:
     total_memory_bytes: int = 3 * 1024**3
     total_processes: int = 256
     cpus: float = 1.0
+    run_bytes: int = 32 * 1024**2
 
     def prlimit_args(self) -> list[str]:
         return [
@@ -98,7 +100,12 @@ def bwrap_path() -> str:
 
 
 def python_paths() -> list[str]:
-    """Directories the sandboxed interpreter needs: its installation and the virtualenv."""
+    """The interpreter's installation and its virtualenv, to mount read-only at their own paths.
+
+    The virtualenv holds omnienv itself (and so, for an environment, its tasks and answers): never
+    mount it for an agent's code. Jupyter kernels get a Python of their own instead
+    (:func:`omnienv.sandboxes.jupyter.packages.kernel_view`).
+    """
     paths = {sys.prefix, sys.base_prefix, str(Path(sys.executable).resolve().parent.parent)}
     return sorted(p for p in paths if p and not p.startswith("/usr/") and os.path.isdir(p))
 
@@ -114,12 +121,16 @@ def bwrap_command(
     limits: Limits | None = None,
     hostname: str = "sandbox",
     block_fd: int | None = None,
+    binds: Sequence[tuple[str, str]] = (),
 ) -> list[str]:
     """The full command line that runs ``argv`` in a fresh sandbox.
 
     ``work_dir`` (a host directory) is mounted writable at :data:`HOME`. Each of ``shared_dirs``
     is mounted writable at its own host path, so that Unix sockets made inside are reachable from
-    the host under the same name. ``read_only`` paths are mounted at their own path. With
+    the host under the same name; each ``(host_path, inside)`` of ``binds`` is mounted writable at
+    ``inside`` (sockets made there are reachable at ``host_path``, and the sandbox never learns the
+    host's path). ``read_only`` paths are mounted at their own path, ``files`` (files or
+    directories) read-only at their ``inside`` path, in that order, after the system. With
     ``block_fd``, bwrap waits to start ``argv`` until a byte can be read from it (so that the
     caller can move the sandbox into its cgroup first).
     """
@@ -135,7 +146,7 @@ def bwrap_command(
         "--hostname", hostname,
         "--clearenv",
         "--ro-bind", "/usr", "/usr",
-    ]
+    ]  # fmt: skip
     for name in _TOP_LEVEL:
         host = Path("/") / name
         if host.is_symlink():
@@ -156,6 +167,8 @@ def bwrap_command(
     cmd += ["--bind", work_dir, HOME]
     for path in shared_dirs:
         cmd += ["--bind", path, path]
+    for host_path, inside in binds:
+        cmd += ["--bind", host_path, inside]
     cmd += ["--remount-ro", "/", "--chdir", HOME]  # the root holds only mount points: make it read-only
     for key, value in (env or {}).items():
         cmd += ["--setenv", key, value]

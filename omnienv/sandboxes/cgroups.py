@@ -22,6 +22,7 @@ import functools
 import logging
 import os
 import signal
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -208,20 +209,25 @@ class Cgroup:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(pid, signal.SIGKILL)
 
-    def remove(self) -> bool:
+    def remove(self, timeout: float = 10.0) -> bool:
         """Kill what is left and delete the cgroup; True when every directory is gone."""
         self.kill()
         removed = True
+        # A killed process leaves the cgroup only once it has exited and been reaped, which takes a
+        # while for one that held gigabytes: wait for it (sleeping, so that it gets the CPU to exit).
+        deadline = time.monotonic() + timeout
         for path in self.dirs:
-            for _ in range(200):  # a killed process leaves the cgroup only once the kernel has reaped it
+            while True:
                 try:
                     path.rmdir()
                     break
                 except FileNotFoundError:
                     break
                 except OSError:
+                    if time.monotonic() > deadline:
+                        removed = False
+                        logger.warning("could not remove the cgroup %s: it still holds processes", path)
+                        break
                     self.kill()
-                    os.sched_yield()
-            else:
-                removed = False
+                    time.sleep(0.001)
         return removed

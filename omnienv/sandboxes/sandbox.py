@@ -10,7 +10,8 @@ Kernels, X clients, the window manager, input tools and shells all start through
 - **one cgroup** per sandbox (:mod:`omnienv.sandboxes.cgroups`), joined before the program runs
   (bwrap waits on ``--block-fd`` until the host has moved it), for total memory, processes and CPU.
 - **a size-capped work dir**: a tmpfs of ``Limits.work_bytes`` mounted on the host side where the
-  machine allows mounts; it is also charged to the sandbox's memory.
+  machine allows mounts; it is also charged to the sandbox's memory. The run dir (``run_dir``,
+  for sockets and files shared with the host) gets a tmpfs of ``Limits.run_bytes`` the same way.
 - **nothing left behind**: :meth:`Sandbox.close` kills the cgroup, the process groups and the
   process trees, unmounts the work dir and deletes every file. A sandbox whose owner died (its
   ``owner.lock`` is free) is swept by the next :func:`sweep_stale`.
@@ -115,17 +116,32 @@ class Sandbox:
         self.work_dir = self.root / "work"
         self.run_dir.mkdir()
         self.work_dir.mkdir()
-        # Held while this process owns the sandbox; a free lock marks the files of a dead owner.
-        self._owner_lock = os.open(self.root / _LOCK, os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600)
+        # Held while this process owns the sandbox; a free lock marks the files of a dead owner. It
+        # is locked before it gets its name: a sweeper (another process's pool starting) that found
+        # it unlocked in between would delete this sandbox as it is being made.
+        unnamed = self.root / f".{_LOCK}.new"
+        self._owner_lock = os.open(unnamed, os.O_CREAT | os.O_EXCL | os.O_RDWR | os.O_CLOEXEC, 0o600)
         fcntl.flock(self._owner_lock, fcntl.LOCK_EX)
-        self.work_capped = _mount_tmpfs(self.work_dir, self.limits.work_bytes)
-        limits = self.limits
-        self.cgroup = Cgroup.create(
-            memory_bytes=limits.total_memory_bytes,
-            processes=limits.total_processes,
-            cpus=limits.cpus,
-            name=self.root.name,
-        )
+        os.rename(unnamed, self.root / _LOCK)
+        try:
+            self.work_capped = _mount_tmpfs(self.work_dir, self.limits.work_bytes)
+            # The run dir is shared writable with the sandbox (sockets, files it hands the host): it
+            # gets its own small tmpfs, or the sandbox could fill the host's disk through it.
+            self.run_capped = _mount_tmpfs(self.run_dir, self.limits.run_bytes)
+            limits = self.limits
+            self.cgroup = Cgroup.create(
+                memory_bytes=limits.total_memory_bytes,
+                processes=limits.total_processes,
+                cpus=limits.cpus,
+                name=self.root.name,
+            )
+        except BaseException:  # leave nothing of a half-made sandbox: mounts, cgroup dirs, files
+            with contextlib.suppress(Exception):
+                if probe().parents:
+                    Cgroup(probe(), self.root.name).remove()
+            _remove_root(self.root)
+            os.close(self._owner_lock)
+            raise
         self.processes: list[subprocess.Popen[bytes]] = []
         self._lock = threading.Lock()
         self._closed = False
@@ -150,11 +166,14 @@ class Sandbox:
         stderr: int | IO[Any] | None = subprocess.DEVNULL,
         pass_fds: Sequence[int] = (),
         hostname: str = "sandbox",
+        binds: Sequence[tuple[str, str]] = (),
     ) -> subprocess.Popen[bytes]:
         """Start ``argv`` inside the sandbox, in its cgroup from its first instruction.
 
         ``env`` is the program's whole environment (nothing of the host's is added); ``argv`` is
-        passed to bwrap as separate words and never through a shell.
+        passed to bwrap as separate words and never through a shell. ``shared_dirs``,
+        ``read_only``, ``files`` and ``binds`` are mounts, as :func:`~omnienv.sandboxes.bubblewrap.
+        bwrap_command` describes them.
         """
         if self._closed:
             raise RuntimeError("the sandbox is closed")
@@ -170,6 +189,7 @@ class Sandbox:
                 limits=self.limits,
                 hostname=hostname,
                 block_fd=gate_read,
+                binds=binds,
             )
             process = subprocess.Popen(
                 command,
@@ -308,9 +328,9 @@ def _relative_parts(path: str) -> list[str]:
 
 
 def _remove_root(root: Path) -> None:
-    work = root / "work"
-    if _is_mount(work):
-        _unmount(work)
+    for mounted in (root / "work", root / "run"):
+        if _is_mount(mounted):
+            _unmount(mounted)
     shutil.rmtree(root, ignore_errors=True)
 
 

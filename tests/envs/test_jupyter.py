@@ -94,8 +94,7 @@ def test_a_correct_answer_scores_with_a_small_efficiency_term(pool: KernelPool) 
             assert 1.0 < result.reward < 1.1  # three calls, one more than the fewest
             await env.reset(task.id)
             result = await env.step(ToolCall("final_answer", {"answer": f"{task.answer} or 0"}))
-            assert result.done and result.reward == 0.0 and result.info["rubric"] == {
-                "correct": 0.0, "efficiency": 0.0}
+            assert result.done and result.reward == 0.0 and result.info["rubric"] == {"correct": 0.0, "efficiency": 0.0}
         finally:
             await env.close()
 
@@ -113,8 +112,12 @@ def test_tools_show_stderr_errors_images_and_the_notebook(pool: KernelPool) -> N
             assert "[stderr]" in result.observation.text and "exit code 2" in result.observation.text
             result = await env.step(ToolCall("add_and_execute_code_cell", {"code": "1/0"}))
             assert "ERROR: ZeroDivisionError" in result.observation.text and not result.observation.is_error
-            result = await env.step(ToolCall("edit_and_execute_current_cell", {
-                "code": "import matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.show()\n6 * 7"}))
+            result = await env.step(
+                ToolCall(
+                    "edit_and_execute_current_cell",
+                    {"code": "import matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.show()\n6 * 7"},
+                )
+            )
             assert isinstance(result.observation.content[-1], ImageBlock)
             assert "Out[" in result.observation.text and "42" in result.observation.text
             result = await env.step(ToolCall("get_notebook_state", {"include_images": True}))
@@ -153,13 +156,29 @@ def test_a_dead_kernel_voids_the_episode_and_the_next_reset_is_fresh(pool: Kerne
     asyncio.run(go())
 
 
+def test_a_kernel_the_agent_kills_ends_the_episode_scored_not_masked(pool: KernelPool) -> None:
+    async def go() -> None:
+        env = Jupyter(pool=pool)
+        try:
+            await env.reset("train/caesar-0")
+            result = await env.step(ToolCall("add_and_execute_code_cell", {"code": "import os\nos._exit(1)"}))
+            assert result.failure is None and result.done and not result.truncated
+            assert result.reward == 0.0 and result.info["ended_by_agent"]["reason"] == "kernel_died"
+            assert "exit status 1" in result.observation.text
+        finally:
+            await env.close()
+
+    asyncio.run(go())
+
+
 def test_the_oracle_solves_every_test_task_through_the_tools(pool: KernelPool) -> None:
     tasks = jupyter_tasks("test")
     plans = [EpisodePlan(i, task.id, None) for i, task in enumerate(tasks)]
 
     async def go() -> list:  # type: ignore[type-arg]
-        return [episode async for episode in
-                arun_episodes(lambda: Jupyter(pool=pool), JupyterOracle, plans, concurrency=2)]
+        return [
+            episode async for episode in arun_episodes(lambda: Jupyter(pool=pool), JupyterOracle, plans, concurrency=2)
+        ]
 
     episodes = asyncio.run(go())
     assert len(episodes) == len(tasks)
@@ -210,7 +229,10 @@ def test_bombs_in_one_served_session_leave_the_server_and_other_sessions_alone(s
         other.reset("train/fib_mod-1")
         other.step(ToolCall("add_and_execute_code_cell", {"code": "kept = 5"}))
         fork = bomb.step(ToolCall("add_and_execute_code_cell", {"code": "import os\nwhile True:\n    os.fork()"}))
-        assert fork.failure is None and "restarted" in fork.observation.text
+        assert fork.failure is None, fork  # the agent's doing: an ordinary outcome, never a masked one
+        if fork.done:  # the forks together used up the sandbox's memory and took the kernel with them
+            assert fork.info["ended_by_agent"]["reason"] in ("memory_limit", "kernel_died"), fork.info
+            bomb.reset("train/fib_mod-0")
         memory = bomb.step(ToolCall("add_and_execute_code_cell", {"code": "x = bytearray(2**40)"}))
         assert memory.failure is None and "MemoryError" in memory.observation.text
         assert other.step(ToolCall("add_and_execute_code_cell", {"code": "kept"})).observation.text == "Out[2]: 5"

@@ -9,10 +9,14 @@ A complete omnienv environment in one file. Read it top to bottom:
 4. ``Jupyter``: ``setup`` takes a fresh kernel from the warm pool and writes the task's files,
    five ``@tool`` methods are the agent's actions.
 
-The kernel runs locally in bubblewrap (``omnienv.sandboxes.jupyter``): no network, a read-only
-system, a private work directory, memory/CPU/process limits and a per-cell time limit; set
-``OMNIENV_CODE_SANDBOX=e2b`` (with ``E2B_API_KEY``) to run it in E2B's cloud instead. A kernel
-that dies is an infrastructure failure: the step is flagged and the episode is not scored.
+The kernel runs locally in a sandbox (``omnienv.sandboxes.jupyter``): no network, a read-only
+system with only the kernel's packages (never omnienv's code or these tasks), a size-capped work
+directory, memory/CPU/process limits for the whole sandbox, and a per-cell time limit; nothing a
+cell starts outlives the cell. Set ``OMNIENV_CODE_SANDBOX=e2b`` (with ``E2B_API_KEY``) to run it
+in E2B's cloud instead. A kernel that dies of the agent's own code (it killed or crashed itself,
+used up its memory or time, sent too much output) ends the episode, scored by the rubric (0
+without an answer: ``info["ended_by_agent"]`` says why); only a kernel the host lost or could not
+start is an infrastructure failure, flagged and never scored.
 Tasks and their answers live in :mod:`.tasks`; answers are checked by value in :mod:`.answers`.
 """
 
@@ -134,8 +138,7 @@ class Jupyter(AsyncEnvironment):
 
     sandbox: CodeSandbox | None = None
 
-    def __init__(self, *, backend: str | None = None, pool: Any = None,
-                 cell_timeout: float = CELL_TIMEOUT) -> None:
+    def __init__(self, *, backend: str | None = None, pool: Any = None, cell_timeout: float = CELL_TIMEOUT) -> None:
         self.backend = backend
         self.pool = pool
         self.cell_timeout = cell_timeout
@@ -158,8 +161,9 @@ class Jupyter(AsyncEnvironment):
         for name, data in built.files.items():
             await self.sandbox.write_file(name, data)
         files = f"\nFiles in the working directory: {', '.join(sorted(built.files))}\n" if built.files else ""
-        return PROMPT.format(work_dir=self.sandbox.work_dir, timeout=self.cell_timeout,
-                             question=built.question, files=files)
+        return PROMPT.format(
+            work_dir=self.sandbox.work_dir, timeout=self.cell_timeout, question=built.question, files=files
+        )
 
     async def teardown(self) -> None:
         sandbox, self.sandbox = self.sandbox, None

@@ -1,0 +1,98 @@
+"""Gathers one execution's iopub messages into a bounded :class:`~omnienv.sandboxes.cells.CellOutput`.
+
+Everything a message carries is checked before it is kept: the kernel is the agent's, so a field
+may be of any type or size (within the channel's frame limit). An image is kept only if its
+base64 text fits ``image_bytes`` once decoded (checked before decoding) and is valid.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import Any
+
+from omnienv.sandboxes.cells import BoundedText, CellError, CellOutput, OutputLimits, strip_ansi
+
+__all__ = ["OutputCollector"]
+
+_NAME_CHARS = 200
+_VALUE_CHARS = 2_000
+_RESULTS = 5
+
+
+def _text(value: Any, limit: int) -> str:
+    text = value if isinstance(value, str) else repr(value)
+    return text if len(text) <= limit else text[:limit] + f"\n[... {len(text) - limit} characters omitted ...]"
+
+
+class OutputCollector:
+    """One cell's outputs, bounded as they come (see the module docs)."""
+
+    def __init__(self, limits: OutputLimits) -> None:
+        self.limits = limits
+        self.stdout = BoundedText(limits.stream_chars)
+        self.stderr = BoundedText(limits.stream_chars)
+        self.results: list[str] = []
+        self.images: list[bytes] = []
+        self.notes: list[str] = []
+        self.error: CellError | None = None
+        self.dropped_images = 0
+
+    def add(self, msg: dict[str, Any]) -> None:
+        kind, content = msg.get("msg_type"), msg.get("content")
+        if not isinstance(content, dict):
+            return
+        if kind == "stream":
+            target = self.stderr if content.get("name") == "stderr" else self.stdout
+            target.add(_text(content.get("text", ""), self.limits.stream_chars * 2))
+        elif kind in ("execute_result", "display_data"):
+            data = content.get("data")
+            if isinstance(data, dict):
+                self._add_data(data)
+        elif kind == "error":
+            self._add_error(content)
+
+    def _add_error(self, content: dict[str, Any]) -> None:
+        frames = content.get("traceback", [])
+        frames = frames if isinstance(frames, list) else [frames]
+        limit = self.limits.traceback_chars
+        traceback = strip_ansi("\n".join(_text(frame, limit * 2) for frame in frames[-200:]))
+        if len(traceback) > limit:
+            traceback = "[... traceback shortened ...]\n" + traceback[-limit:]
+        name = _text(content.get("ename", "Error"), _NAME_CHARS)
+        self.error = CellError(name, _text(content.get("evalue", ""), _VALUE_CHARS), traceback)
+
+    def _add_data(self, data: dict[str, Any]) -> None:
+        png = data.get("image/png")
+        if png:
+            self._add_image(png)
+            return
+        text = data.get("text/plain")
+        if text is not None and len(self.results) < _RESULTS:
+            self.results.append(_text(strip_ansi(_text(text, 1 << 30)), self.limits.result_chars))
+
+    def _add_image(self, png: Any) -> None:
+        fits = isinstance(png, str) and len(png) <= (self.limits.image_bytes + 2) // 3 * 4 + 8
+        if not fits or len(self.images) >= self.limits.images:
+            self.dropped_images += 1
+            return
+        try:
+            raw = base64.b64decode(png, validate=False)
+        except (binascii.Error, ValueError):
+            self.dropped_images += 1
+            return
+        if len(raw) <= self.limits.image_bytes:
+            self.images.append(raw)
+        else:
+            self.dropped_images += 1
+
+    def output(self) -> CellOutput:
+        notes = list(self.notes)
+        if self.dropped_images:
+            notes.append(
+                f"{self.dropped_images} image(s) not shown (at most {self.limits.images} per "
+                f"cell, {self.limits.image_bytes} bytes each)."
+            )
+        return CellOutput(
+            self.stdout.value(), self.stderr.value(), list(self.results), list(self.images), self.error, None, notes
+        )

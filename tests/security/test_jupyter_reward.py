@@ -1,0 +1,72 @@
+"""A losing agent tries to void its episode by killing its own kernel: the episode is scored, not masked.
+
+Failure attribution is one rule: what the agent's code did inside its limits (a kernel that kills
+itself, exits, crashes, runs out of its memory or time) ends the episode as an ordinary outcome,
+scored by the rubric (0 without an answer), with ``info["ended_by_agent"]["reason"]``; only a
+death the host caused is an infrastructure failure, flagged and masked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from omnienv.sandboxes.bubblewrap import Limits
+from omnienv.sandboxes.jupyter import KernelPool
+from tests.security._jupyter import agent, assert_scored_end, needs_bwrap, needs_memory_cgroup, served_jupyter
+
+pytestmark = needs_bwrap
+
+MiB = 1 << 20
+# The address-space limit is above the sandbox's total, so one process can reach the total.
+LIMITS = Limits(memory_bytes=4096 * MiB, total_memory_bytes=512 * MiB)
+
+
+@pytest.fixture(scope="module")
+def served() -> Iterator[tuple[str, KernelPool]]:
+    with served_jupyter(LIMITS, size=2, cell_timeout=3) as served:
+        yield served
+
+
+SELF_KILLS = [
+    pytest.param("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)", "kernel_died", id="sigkill"),
+    pytest.param("import os\nos._exit(3)", "kernel_died", id="exit"),
+    pytest.param("import ctypes\nctypes.string_at(0)", "kernel_died", id="segfault"),
+    pytest.param("import os\nos.abort()", "kernel_died", id="abort"),
+    pytest.param("hog = b'1' * (1024 << 20)", "memory_limit", id="memory", marks=needs_memory_cgroup),
+    pytest.param(
+        "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass",
+        "time_limit",
+        id="ignores_interrupts",
+    ),
+]
+
+
+@pytest.mark.parametrize(("code", "reason"), SELF_KILLS)
+def test_killing_its_own_kernel_ends_the_episode_scored(served: tuple[str, KernelPool], code: str, reason: str) -> None:
+    url, _ = served
+    with agent(url) as player:
+        assert player.run("x = 1").failure is None
+        result = player.run(code)
+        assert_scored_end(result, (reason,))
+
+
+def test_a_kernel_killed_later_by_the_agents_own_thread_is_scored(served: tuple[str, KernelPool]) -> None:
+    url, _ = served
+    with agent(url) as player:
+        result = player.run("import os, threading, time\nthreading.Timer(0.2, os._exit, (1,)).start()")
+        assert result.failure is None and not result.done
+        result = player.run("time.sleep(1)\nprint('never')")
+        assert_scored_end(result, ("kernel_died",))
+
+
+def test_a_kernel_the_host_kills_is_an_infrastructure_failure(served: tuple[str, KernelPool]) -> None:
+    url, pool = served
+    with agent(url) as player:
+        assert player.run("x = 1").failure is None
+        for kernel in pool.live_kernels():  # the host stops every kernel (as a shutdown would)
+            kernel.kill()
+        result = player.run("x")
+        assert result.failure is not None and "KernelDiedError" in result.failure.message, result
+        assert "ended_by_agent" not in result.info
