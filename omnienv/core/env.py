@@ -222,6 +222,15 @@ class EnvironmentBase:
             self.state_fields(),
         )
 
+    @classmethod
+    def preflight(cls) -> None:
+        """Check once, when a server starts, that this machine can run the environment.
+
+        Raise :class:`EnvironmentFailure` naming the fix, and log a warning for any guarantee the
+        machine cannot give (a sandbox limit it cannot enforce), so operators see it before the
+        first episode rather than in it. The default checks nothing.
+        """
+
     def state_fields(self) -> dict[str, Any]:
         """Extra public fields for ``state()``. Must not reveal the answer."""
         return {}

@@ -112,8 +112,9 @@ def _probe_v1() -> CgroupSupport | None:
 def probe() -> CgroupSupport:
     """What this machine lets sandboxes use; logged once, loudly, when something is missing."""
     if os.environ.get("OMNIENV_SANDBOX_CGROUPS", "1") == "0":
-        return CgroupSupport(0, {}, "disabled by OMNIENV_SANDBOX_CGROUPS=0")
-    support = _probe_v2() or _probe_v1()
+        support: CgroupSupport | None = CgroupSupport(0, {}, "disabled by OMNIENV_SANDBOX_CGROUPS=0")
+    else:
+        support = _probe_v2() or _probe_v1()
     if support is None:
         support = CgroupSupport(0, {}, "no writable cgroup hierarchy (run as root, or delegate a cgroup v2 subtree)")
     missing = {"memory", "pids", "cpu"} - set(support.parents)

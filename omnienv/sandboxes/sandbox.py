@@ -40,10 +40,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from omnienv.sandboxes.bubblewrap import HOME, LAUNCH_ENV, Limits, bwrap_command
+from omnienv.sandboxes.bubblewrap import HOME, LAUNCH_ENV, Limits, SandboxUnavailableError, bwrap_command
 from omnienv.sandboxes.cgroups import Cgroup, probe
 
-__all__ = ["Sandbox", "sweep_stale"]
+__all__ = ["Sandbox", "preflight", "sweep_stale"]
 
 logger = logging.getLogger("omnienv.sandbox")
 
@@ -316,6 +316,35 @@ class Sandbox:
         self.cgroup.remove()
         _remove_root(self.root)
         os.close(self._owner_lock)
+
+
+@functools.cache
+def preflight() -> None:
+    """bubblewrap must run here (probed once), and every limit it cannot enforce is said loudly now.
+
+    Environments that run the agent's code call this from :meth:`EnvironmentBase.preflight
+    <omnienv.core.env.EnvironmentBase.preflight>`, so a server says it at start-up, before the first
+    episode; an environment never runs the agent's programs unsandboxed.
+    """
+    with tempfile.TemporaryDirectory(prefix="omnienv-probe-") as work:
+        command = bwrap_command(["true"], work_dir=work)
+        try:
+            probe_run = subprocess.run(command, capture_output=True, timeout=30, check=False, env=dict(LAUNCH_ENV))
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            probe_run = subprocess.CompletedProcess(command, -1, b"", str(exc).encode())
+        if probe_run.returncode != 0:
+            reason = probe_run.stderr.decode("utf-8", "replace").strip()[:300]
+            raise SandboxUnavailableError(
+                f"bubblewrap cannot run here ({reason}): omnienv never runs the agent's programs unsandboxed. "
+                "Install it ('make system-deps') and allow user namespaces (sysctl "
+                "kernel.unprivileged_userns_clone=1, or run the server as root / in a container started with "
+                "--privileged or a seccomp profile that allows clone(CLONE_NEWUSER))"
+            )
+        probe()  # warns once for every per-sandbox limit the machine cannot enforce
+        quota = Path(work) / "quota"
+        quota.mkdir()
+        if _mount_tmpfs(quota, 1024 * 1024):  # warns once when work dirs cannot be capped
+            _unmount(quota)
 
 
 def _relative_parts(path: str) -> list[str]:

@@ -6,6 +6,7 @@ port, so there is no race), waits for start-up with a deadline, and always shuts
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Iterator
@@ -51,16 +52,23 @@ def serve(app: Any, host: str = "127.0.0.1", port: int = 8000, **options: Any) -
     uvicorn.Server(uvicorn_config(app, host, port, **options)).run()
 
 
+def _run_in_thread(server: uvicorn.Server) -> None:
+    with contextlib.suppress(SystemExit):  # uvicorn exits when start-up fails; its log says why
+        server.run()
+
+
 @contextmanager
 def running(app: Any, host: str = "127.0.0.1", *, timeout: float = 10.0, **options: Any) -> Iterator[str]:
     """Serve ``app`` in a background thread on a free port; yields its ``http://`` base URL."""
     server = uvicorn.Server(uvicorn_config(app, host, 0, **options))
-    thread = threading.Thread(target=server.run, name="omnienv-server", daemon=True)
+    thread = threading.Thread(target=_run_in_thread, args=(server,), name="omnienv-server", daemon=True)
     thread.start()
     try:
         deadline = time.monotonic() + timeout
         while not server.started:
-            if not thread.is_alive() or time.monotonic() > deadline:
+            if not thread.is_alive():
+                raise RuntimeError("the server failed to start: its log above says why")
+            if time.monotonic() > deadline:
                 raise RuntimeError(f"the server did not start within {timeout:g} s")
             time.sleep(0.005)
         port = server.servers[0].sockets[0].getsockname()[1]

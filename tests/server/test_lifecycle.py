@@ -205,3 +205,36 @@ def test_no_task_thread_or_socket_outlives_its_session(serve) -> None:
     eventually(lambda: set(threading.enumerate()) <= threads_before, what="threads joined")
     eventually(lambda: _fds() <= fds_before, what="sockets closed")
 
+
+
+def test_an_environment_the_machine_cannot_run_stops_the_server_at_start_up(capfd) -> None:
+    """``preflight`` runs once when the server starts: the operator learns the fix before any episode."""
+    from omnienv.core import Environment, EnvironmentFailure, tool
+    from omnienv.server.app import create_app
+    from omnienv.server.run import running
+
+    calls: list[str] = []
+
+    class NeedsFoo(Environment):
+        name = "needs-foo"
+
+        @classmethod
+        def preflight(cls) -> None:
+            calls.append("preflight")
+            if len(calls) > 1:
+                raise EnvironmentFailure("foo is not installed: run 'apt-get install foo'")
+
+        @tool
+        def noop(self) -> str:
+            """Do nothing."""
+            return ""
+
+    with running(create_app(NeedsFoo)) as url:
+        assert httpx.get(f"{url}/health").status_code == 200
+        assert calls == ["preflight"]
+    started = time.monotonic()
+    with pytest.raises(RuntimeError, match="failed to start"):
+        with running(create_app(NeedsFoo)):
+            pass
+    assert time.monotonic() - started < 5
+    assert "apt-get install foo" in capfd.readouterr().err

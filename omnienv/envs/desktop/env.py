@@ -31,8 +31,8 @@ from typing import Literal
 from omnienv.core import AgentCausedEnd, AsyncEnvironment, ImageBlock, Rubric, Task, ToolError, ToolResult, tool
 from omnienv.envs.desktop.coordinates import Coordinates
 from omnienv.envs.desktop.tasks import app_command, core_tasks, find_task
-from omnienv.sandboxes.desktop import DesktopSession
-from omnienv.sandboxes.xvfb import DisplayPool, DisplaySpec, XvfbDisplay, shared_pool
+from omnienv.sandboxes.desktop import DesktopSession, DisplayError
+from omnienv.sandboxes.xvfb import DisplayPool, DisplaySpec, XvfbDisplay, missing_programs, require_sandbox, shared_pool
 
 __all__ = ["Coordinates", "Desktop", "task_completed", "verify"]
 
@@ -151,6 +151,14 @@ class Desktop(AsyncEnvironment):
             home="~",
             instruction=spec.instruction if spec else "Explore the desktop, then call terminate.",
         )
+
+    @classmethod
+    def preflight(cls) -> None:
+        """A served desktop refuses to start without its programs or a working sandbox."""
+        missing = missing_programs(("Xvfb", "bwrap", "openbox"))
+        if missing:
+            raise DisplayError(f"missing programs {', '.join(missing)}: run 'make system-deps'")
+        require_sandbox()
 
     async def _acquire(self) -> DesktopSession:
         if self.backend == "e2b":

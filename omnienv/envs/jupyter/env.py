@@ -22,6 +22,7 @@ Tasks and their answers live in :mod:`.tasks`; answers are checked by value in :
 
 from __future__ import annotations
 
+import os
 import random
 from dataclasses import dataclass, field
 from typing import Any
@@ -149,6 +150,14 @@ class Jupyter(AsyncEnvironment):
     @classmethod
     def tasks(cls, split: str) -> tuple[Task, ...]:
         return jupyter_tasks(split)
+
+    @classmethod
+    def preflight(cls) -> None:
+        """A served Jupyter refuses to start where kernels cannot be sandboxed, and says what it cannot limit."""
+        if os.environ.get("OMNIENV_CODE_SANDBOX", "local") == "local":
+            from omnienv.sandboxes.sandbox import preflight
+
+            preflight()
 
     async def setup(self, task: Task | None, rng: random.Random) -> str:
         from omnienv.sandboxes.jupyter import open_code_sandbox

@@ -3,41 +3,25 @@
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import stat
 import subprocess
-import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
 
-from omnienv.sandboxes.bubblewrap import HOME, SandboxUnavailableError, bwrap_command
+from omnienv.sandboxes.bubblewrap import HOME
+from omnienv.sandboxes.sandbox import preflight
 
 __all__ = ["AppLog", "on_spawner", "path_kind", "program_pid", "require_sandbox", "running"]
 
 T = TypeVar("T")
 
 
-@functools.cache
-def require_sandbox() -> None:
-    """bubblewrap must run here (probed once): a desktop never runs the agent's programs unsandboxed."""
-    with tempfile.TemporaryDirectory(prefix="omnienv-probe-") as work:
-        command = bwrap_command(["true"], work_dir=work)
-        try:
-            probe = subprocess.run(command, capture_output=True, timeout=30, check=False)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            probe = subprocess.CompletedProcess(command, -1, b"", str(exc).encode())
-    if probe.returncode != 0:
-        reason = probe.stderr.decode("utf-8", "replace").strip()[:300]
-        raise SandboxUnavailableError(
-            f"bubblewrap cannot run here ({reason}): desktops refuse to run apps unsandboxed. Install it "
-            "('make system-deps') and allow user namespaces (sysctl kernel.unprivileged_userns_clone=1, "
-            "or run the server as root / in a container started with --privileged or a seccomp profile "
-            "that allows clone(CLONE_NEWUSER))"
-        )
+require_sandbox = preflight
+"""bubblewrap must run here: a desktop never runs the agent's programs unsandboxed (see :func:`preflight`)."""
 
 
 SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="omnienv-desktop-spawn")
