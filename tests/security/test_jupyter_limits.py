@@ -36,11 +36,15 @@ import select, subprocess, sys, time
 child = "import sys, time\nx = b'1' * (400 << 20)\nprint('held', flush=True)\ntime.sleep(60)"
 procs = [subprocess.Popen([sys.executable, "-c", child], stdout=subprocess.PIPE) for _ in range(5)]
 waiting = {p.stdout.fileno(): p for p in procs}
-held, deadline = 0, time.monotonic() + 20
+holding, deadline = [], time.monotonic() + 20
 while waiting and time.monotonic() < deadline:
     ready, _, _ = select.select(list(waiting), [], [], 0.5)
     for fd in ready:
-        held += bool(waiting.pop(fd).stdout.readline())  # a line, or EOF when it was killed
+        p = waiting.pop(fd)
+        if p.stdout.readline():  # a line once it holds its memory, or EOF when it was killed first
+            holding.append(p)
+time.sleep(1)  # let the OOM killer finish: a process may be killed after it said it held
+held = sum(p.poll() is None for p in holding)  # the ones holding 400 MiB each at the same time, now
 for p in procs:
     p.kill()
     p.wait()
