@@ -105,7 +105,11 @@ class ServerProcess:
         t0 = time.perf_counter()
         with open(log, "ab") as out:  # append mode: the child writes at the end whatever we read
             self.proc = subprocess.Popen(
-                self.cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+                self.cmd,
+                cwd=ROOT,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
                 preexec_fn=(lambda: os.sched_setaffinity(0, {cpu})) if cpu is not None else None,
             )
         try:

@@ -107,8 +107,13 @@ def main() -> None:
         gc.enable()
     per_step = {name: best[name][0] / steps for name in best}
     omni = per_step["omnienv"]
-    table = Table("reference", "reference step (µs)", "omnienv step (µs)", "omnienv / reference",
-                  title=f"in-process Wordle: {len(games)} games, {steps} steps, best of {args.repeats}")
+    table = Table(
+        "reference",
+        "reference step (µs)",
+        "omnienv step (µs)",
+        "omnienv / reference",
+        title=f"in-process Wordle: {len(games)} games, {steps} steps, best of {args.repeats}",
+    )
     for name, label in (("raw", "game rules (WordleGame.guess)"), ("tool", "tool method (Wordle.guess)")):
         table.add_row(label, f"{per_step[name] / 1e3:.2f}", f"{omni / 1e3:.2f}", f"{omni / per_step[name]:.2f}x")
     console = Console()

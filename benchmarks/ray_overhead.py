@@ -37,8 +37,22 @@ def servers(actors: int, max_sessions: int) -> list[ServerProcess]:
     plain_port, ray_port = free_port(), free_port()
     return [
         ServerProcess("plain", [OMNIENV, *common, "--port", str(plain_port)], plain_port),
-        ServerProcess("ray", [OMNIENV, *common, "--port", str(ray_port), "--ray", "local",
-                              "--ray-actors", str(actors), "--ray-cpus", "0.25"], ray_port),
+        ServerProcess(
+            "ray",
+            [
+                OMNIENV,
+                *common,
+                "--port",
+                str(ray_port),
+                "--ray",
+                "local",
+                "--ray-actors",
+                str(actors),
+                "--ray-cpus",
+                "0.25",
+            ],
+            ray_port,
+        ),
     ]
 
 
@@ -89,33 +103,53 @@ def main() -> None:
             for server in procs:  # by turns: a noisy neighbour weighs on both alike
                 result = asyncio.run(run_level(server, n, args.duration, args.warmup))
                 results[(server.name, n)] = result
-                console.print(f"  {server.name:<6} {n:>3} sessions: {result.steps_per_s:>8,.0f} steps/s, "
-                              f"p50 {result.p50_ms:.3f} ms, errors {result.errors}")
+                console.print(
+                    f"  {server.name:<6} {n:>3} sessions: {result.steps_per_s:>8,.0f} steps/s, "
+                    f"p50 {result.p50_ms:.3f} ms, errors {result.errors}"
+                )
     finally:
         for server in procs:
             server.stop()
 
     table = Table(title=f"Wordle over /ws, {args.duration:g} s per level: plain server vs Ray actors")
-    for col in ("sessions", "plain steps/s", "ray steps/s", "ray / plain", "plain p50 ms", "ray p50 ms",
-                "ray p99 ms", "errors", "front CPU µs/step (plain, ray)"):
+    for col in (
+        "sessions",
+        "plain steps/s",
+        "ray steps/s",
+        "ray / plain",
+        "plain p50 ms",
+        "ray p50 ms",
+        "ray p99 ms",
+        "errors",
+        "front CPU µs/step (plain, ray)",
+    ):
         table.add_column(col, justify="right")
     for n in args.levels:
         plain, ray = results.get(("plain", n)), results.get(("ray", n))
         if plain is None or ray is None:
             continue
         ratio = ray.steps_per_s / plain.steps_per_s if plain.steps_per_s else float("nan")
-        table.add_row(str(n), f"{plain.steps_per_s:,.0f}", f"{ray.steps_per_s:,.0f}", f"{ratio:.2f}x",
-                      f"{plain.p50_ms:.3f}", f"{ray.p50_ms:.3f}", f"{ray.p99_ms:.3f}",
-                      str(plain.errors + ray.errors),
-                      f"{plain.server_us_per_step:.0f}, {ray.server_us_per_step:.0f}")
+        table.add_row(
+            str(n),
+            f"{plain.steps_per_s:,.0f}",
+            f"{ray.steps_per_s:,.0f}",
+            f"{ratio:.2f}x",
+            f"{plain.p50_ms:.3f}",
+            f"{ray.p50_ms:.3f}",
+            f"{ray.p99_ms:.3f}",
+            str(plain.errors + ray.errors),
+            f"{plain.server_us_per_step:.0f}, {ray.server_us_per_step:.0f}",
+        )
     console.print(table)
     if not args.no_pool:
         top = max(args.levels)
         rate = pool_steps_per_s(top, args.actors, args.duration)
         plain = results.get(("plain", top))
         ratio = f"{rate / plain.steps_per_s:.2f}x" if plain and plain.steps_per_s else "n/a"
-        console.print(f"EnvPool, {top} envs on {args.actors} actors, batched step(): {rate:,.0f} steps/s "
-                      f"({ratio} the plain server at {top} sessions)")
+        console.print(
+            f"EnvPool, {top} envs on {args.actors} actors, batched step(): {rate:,.0f} steps/s "
+            f"({ratio} the plain server at {top} sessions)"
+        )
 
 
 if __name__ == "__main__":

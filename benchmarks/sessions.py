@@ -43,20 +43,48 @@ RESET = json.dumps({"type": "reset", "data": {"seed": 1}})
 
 def spec(name: str, max_sessions: int, idle_timeout: float) -> ServerProcess:
     if name == "echo":
-        return ServerProcess(name, [sys.executable, str(Path(__file__).with_name("ws_throughput.py")),
-                                    "--serve-echo"], 0)
+        return ServerProcess(
+            name, [sys.executable, str(Path(__file__).with_name("ws_throughput.py")), "--serve-echo"], 0
+        )
     if name == "omnienv":
         port = free_port()
-        return ServerProcess(name, [OMNIENV, "serve", "wordle", "--host", "127.0.0.1", "--port", str(port),
-                                    "--max-sessions", str(max_sessions), "--idle-timeout", str(idle_timeout)],
-                             port)
+        return ServerProcess(
+            name,
+            [
+                OMNIENV,
+                "serve",
+                "wordle",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--max-sessions",
+                str(max_sessions),
+                "--idle-timeout",
+                str(idle_timeout),
+            ],
+            port,
+        )
     if not OPENENV_PYTHON.exists():
         from tests.peerenv import peer_python
 
         peer_python("openenv")
     variant = name.split("-", 1)[1]
-    return ServerProcess(name, [str(OPENENV_PYTHON), "-m", "benchmarks.openenv_wordle.server", "--variant", variant,
-                                "--port", "0", "--max-sessions", str(max_sessions)], 0)
+    return ServerProcess(
+        name,
+        [
+            str(OPENENV_PYTHON),
+            "-m",
+            "benchmarks.openenv_wordle.server",
+            "--variant",
+            variant,
+            "--port",
+            "0",
+            "--max-sessions",
+            str(max_sessions),
+        ],
+        0,
+    )
 
 
 @dataclass
@@ -77,8 +105,7 @@ class SessionsResult:
     first_error: str
 
 
-async def _open_sessions(url: str, count: int, deadline_s: float,
-                         deflate: bool) -> tuple[list[Any], int, str, float]:
+async def _open_sessions(url: str, count: int, deadline_s: float, deflate: bool) -> tuple[list[Any], int, str, float]:
     """Open ``count`` sessions, each after a ``reset`` reply; returns (sockets, failures, first error, seconds)."""
     from websockets.asyncio.client import connect
 
@@ -90,8 +117,7 @@ async def _open_sessions(url: str, count: int, deadline_s: float,
         nonlocal failures, first_error
         async with gate:
             try:
-                ws = await connect(url, ping_interval=None, open_timeout=60,
-                                   compression="deflate" if deflate else None)
+                ws = await connect(url, ping_interval=None, open_timeout=60, compression="deflate" if deflate else None)
             except Exception as exc:
                 failures += 1
                 first_error = first_error or f"connect: {type(exc).__name__}: {exc}"
@@ -132,8 +158,9 @@ async def _settled_rss(server: ServerProcess) -> int:
     return last
 
 
-async def idle_sessions(label: str, server: ServerProcess, count: int, deadline_s: float,
-                        deflate: bool) -> SessionsResult:
+async def idle_sessions(
+    label: str, server: ServerProcess, count: int, deadline_s: float, deflate: bool
+) -> SessionsResult:
     warm, _, error, _ = await _open_sessions(server.ws_url, 1, 30, deflate)
     if not warm:
         raise RuntimeError(f"{server.name}: could not open a first session: {error}")
@@ -146,8 +173,22 @@ async def idle_sessions(label: str, server: ServerProcess, count: int, deadline_
     finally:
         await asyncio.gather(*(ws.close() for ws in socks), return_exceptions=True)
     per = (rss1 - rss0) / len(socks) if socks else float("nan")
-    return SessionsResult(label, server.name, deflate, negotiated, count, len(socks), failures, seconds, rss0 / 1024,
-                          rss1 / 1024, per, threads0, threads1, error)
+    return SessionsResult(
+        label,
+        server.name,
+        deflate,
+        negotiated,
+        count,
+        len(socks),
+        failures,
+        seconds,
+        rss0 / 1024,
+        rss1 / 1024,
+        per,
+        threads0,
+        threads1,
+        error,
+    )
 
 
 def _deflate(result: SessionsResult) -> str:
@@ -167,8 +208,9 @@ def startup_times(name: str, runs: int) -> list[float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=10_000)
-    parser.add_argument("--openenv-sessions", type=int, default=1_000,
-                        help="OpenEnv holds a thread per session; 0 skips it")
+    parser.add_argument(
+        "--openenv-sessions", type=int, default=1_000, help="OpenEnv holds a thread per session; 0 skips it"
+    )
     parser.add_argument("--openenv-variant", choices=("plain", "mcp"), default="plain")
     parser.add_argument("--startup-runs", type=int, default=3)
     parser.add_argument("--no-floor", dest="floor", action="store_false", help="skip the echo server")
@@ -199,10 +241,12 @@ def main() -> None:
             console.print(f"[red]{name} start-up: {type(exc).__name__}: {exc}[/red]")
 
     results: list[SessionsResult] = []
-    cases = [("omnienv", "omnienv", args.sessions, True),
-             ("omnienv", "omnienv", args.sessions, False),
-             ("starlette echo", "echo", args.sessions if args.floor else 0, False),
-             (openenv, openenv, args.openenv_sessions, True)]
+    cases = [
+        ("omnienv", "omnienv", args.sessions, True),
+        ("omnienv", "omnienv", args.sessions, False),
+        ("starlette echo", "echo", args.sessions if args.floor else 0, False),
+        (openenv, openenv, args.openenv_sessions, True),
+    ]
     for label, name, count, deflate in cases:
         if count <= 0:
             continue
@@ -212,20 +256,41 @@ def main() -> None:
         except Exception as exc:
             console.print(f"[red]{label}: {type(exc).__name__}: {exc}[/red]")
             continue
-        console.print(f"{label}: {result.opened:,}/{count:,} sessions open in {result.open_s:.1f} s, "
-                      f"{result.kb_per_session:.1f} KB each"
-                      + (f" ({result.failed} failed: {result.first_error})" if result.failed else ""))
+        console.print(
+            f"{label}: {result.opened:,}/{count:,} sessions open in {result.open_s:.1f} s, "
+            f"{result.kb_per_session:.1f} KB each"
+            + (f" ({result.failed} failed: {result.first_error})" if result.failed else "")
+        )
         results.append(result)
 
     table = Table(title="Idle sessions (connect + reset, then silent)")
-    for col in ("server", "deflate", "sessions open", "failed", "open time s", "RSS idle MB", "RSS open MB",
-                "KB / session", "threads idle -> open", "start-up s (median)"):
+    for col in (
+        "server",
+        "deflate",
+        "sessions open",
+        "failed",
+        "open time s",
+        "RSS idle MB",
+        "RSS open MB",
+        "KB / session",
+        "threads idle -> open",
+        "start-up s (median)",
+    ):
         table.add_column(col, justify="left" if col in ("server", "deflate") else "right")
     for r in results:
         median = statistics.median(startup[r.server]) if startup.get(r.server) else float("nan")
-        table.add_row(r.label, _deflate(r), f"{r.opened:,}/{r.wanted:,}", str(r.failed),
-                      f"{r.open_s:.1f}", f"{r.rss_idle_mb:.1f}", f"{r.rss_open_mb:.1f}", f"{r.kb_per_session:.1f}",
-                      f"{r.threads_idle} -> {r.threads_open}", f"{median:.2f}")
+        table.add_row(
+            r.label,
+            _deflate(r),
+            f"{r.opened:,}/{r.wanted:,}",
+            str(r.failed),
+            f"{r.open_s:.1f}",
+            f"{r.rss_idle_mb:.1f}",
+            f"{r.rss_open_mb:.1f}",
+            f"{r.kb_per_session:.1f}",
+            f"{r.threads_idle} -> {r.threads_open}",
+            f"{median:.2f}",
+        )
     console.print(table)
 
     verdicts = Table(title="Targets (DESIGN.md)")
@@ -237,23 +302,38 @@ def main() -> None:
 
     for ours in (r for r in results if r.server == "omnienv"):
         full = ours.opened == ours.wanted
-        verdicts.add_row(f"{ours.label}, deflate {_deflate(ours)}: sessions open", f"{ours.opened:,}",
-                         f"{ours.wanted:,}", verdict(full))
-        verdicts.add_row(f"{ours.label}, deflate {_deflate(ours)}: RSS per idle session",
-                         f"{ours.kb_per_session:.1f} KB",
-                         f"<= {RSS_TARGET_KB:g} KB", verdict(ours.kb_per_session <= RSS_TARGET_KB))
+        verdicts.add_row(
+            f"{ours.label}, deflate {_deflate(ours)}: sessions open",
+            f"{ours.opened:,}",
+            f"{ours.wanted:,}",
+            verdict(full),
+        )
+        verdicts.add_row(
+            f"{ours.label}, deflate {_deflate(ours)}: RSS per idle session",
+            f"{ours.kb_per_session:.1f} KB",
+            f"<= {RSS_TARGET_KB:g} KB",
+            verdict(ours.kb_per_session <= RSS_TARGET_KB),
+        )
     if startup.get("omnienv"):
         median = statistics.median(startup["omnienv"])
-        verdicts.add_row("omnienv start-up to healthy", f"{median:.2f} s", f"<= {STARTUP_TARGET_S:g} s",
-                         verdict(median <= STARTUP_TARGET_S))
+        verdicts.add_row(
+            "omnienv start-up to healthy",
+            f"{median:.2f} s",
+            f"<= {STARTUP_TARGET_S:g} s",
+            verdict(median <= STARTUP_TARGET_S),
+        )
         if startup.get(openenv):
             ratio = median / statistics.median(startup[openenv])
             verdicts.add_row(f"start-up omnienv / {openenv}", f"{ratio:.2f}x", "(lower is better)", "")
     ours = next((r for r in results if r.server == "omnienv" and r.deflate_offered), None)
     theirs = next((r for r in results if r.server == openenv), None)
     if ours is not None and theirs is not None and theirs.kb_per_session > 0:
-        verdicts.add_row(f"RSS per session omnienv / {openenv} (both with deflate offered)",
-                         f"{ours.kb_per_session / theirs.kb_per_session:.2f}x", "(lower is better)", "")
+        verdicts.add_row(
+            f"RSS per session omnienv / {openenv} (both with deflate offered)",
+            f"{ours.kb_per_session / theirs.kb_per_session:.2f}x",
+            "(lower is better)",
+            "",
+        )
     console.print(verdicts)
     if args.json:
         args.json.write_text(json.dumps({"sessions": [asdict(r) for r in results], "startup_s": startup}, indent=1))

@@ -51,8 +51,7 @@ def main() -> None:
     on_s, off_s = statistics.median(on), statistics.median(off)
     ratio = on_s / off_s
     verdict = "met" if ratio <= TARGET_RATIO else "MISSED"
-    print(f"start-up to healthy, median of {args.runs}: ui on {on_s * 1000:.0f} ms, "
-          f"--no-ui {off_s * 1000:.0f} ms")
+    print(f"start-up to healthy, median of {args.runs}: ui on {on_s * 1000:.0f} ms, --no-ui {off_s * 1000:.0f} ms")
     print(f"ratio on/off {ratio:.3f} (target <= {TARGET_RATIO:.2f}: {verdict})")
     page_ms = statistics.median(pages) * 1000
     print(f"first load of the play page's {len(PAGE_FILES)} files: median {page_ms:.1f} ms")

@@ -70,15 +70,26 @@ def reset_frame(seed: int) -> str:
 
 
 def step_frames() -> list[str]:
-    return [json.dumps({"type": "step", "data": {"type": "call_tool", "tool_name": "guess",
-                                                 "arguments": {"word": w}}}) for w in guess_words()]
+    return [
+        json.dumps({"type": "step", "data": {"type": "call_tool", "tool_name": "guess", "arguments": {"word": w}}})
+        for w in guess_words()
+    ]
 
 
 def server_spec(name: str, max_sessions: int) -> ServerProcess:
     if name == "omnienv":
         port = free_port()
-        cmd = [OMNIENV, "serve", "wordle", "--host", "127.0.0.1", "--port", str(port),
-               "--max-sessions", str(max_sessions)]
+        cmd = [
+            OMNIENV,
+            "serve",
+            "wordle",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--max-sessions",
+            str(max_sessions),
+        ]
         return ServerProcess(name, cmd, port, SERVER_CPU)
     if name.startswith("openenv-"):
         from benchmarks._harness import OPENENV_PYTHON
@@ -88,8 +99,17 @@ def server_spec(name: str, max_sessions: int) -> ServerProcess:
 
             peer_python("openenv")
         variant = name.split("-", 1)[1]
-        cmd = [str(OPENENV_PYTHON), "-m", "benchmarks.openenv_wordle.server", "--variant", variant,
-               "--port", "0", "--max-sessions", str(max_sessions)]
+        cmd = [
+            str(OPENENV_PYTHON),
+            "-m",
+            "benchmarks.openenv_wordle.server",
+            "--variant",
+            variant,
+            "--port",
+            "0",
+            "--max-sessions",
+            str(max_sessions),
+        ]
         return ServerProcess(name, cmd, 0, SERVER_CPU)
     if name == "echo":
         cmd = [sys.executable, str(Path(__file__).resolve()), "--serve-echo"]
@@ -156,8 +176,9 @@ def _is_error(reply: str | bytes) -> bool:
     return '"error"' in head
 
 
-async def _drive(ws: Any, index: int, steps: list[str], start: float, stop: float, latencies: list[float],
-                 counts: list[int]) -> None:
+async def _drive(
+    ws: Any, index: int, steps: list[str], start: float, stop: float, latencies: list[float], counts: list[int]
+) -> None:
     episode = 0
     while True:
         await ws.send(reset_frame(index * 100_003 + episode))
@@ -212,12 +233,24 @@ async def run_level(server: ServerProcess, sessions: int, duration: float, warmu
         await asyncio.gather(*(ws.close() for ws in conns), return_exceptions=True)
     latencies.sort()
     p50, p99 = percentile(latencies, 50) * 1e3, percentile(latencies, 99) * 1e3
-    return LevelResult(server.name, sessions, counts[0], counts[0] / duration, p50, p99, counts[1],
-                       server_cpu, client_cpu, rss_mb, compression)
+    return LevelResult(
+        server.name,
+        sessions,
+        counts[0],
+        counts[0] / duration,
+        p50,
+        p99,
+        counts[1],
+        server_cpu,
+        client_cpu,
+        rss_mb,
+        compression,
+    )
 
 
-def measure(names: list[str], levels: list[int], duration: float, warmup: float, repeat: int,
-            log: Any) -> tuple[list[list[LevelResult]], dict[str, float]]:
+def measure(
+    names: list[str], levels: list[int], duration: float, warmup: float, repeat: int, log: Any
+) -> tuple[list[list[LevelResult]], dict[str, float]]:
     """Start every server once, then take turns: each level runs on each server before the next level.
 
     Taking turns, rather than one server after another, spreads a noisy neighbour's load over all
@@ -244,8 +277,10 @@ def measure(names: list[str], levels: list[int], duration: float, warmup: float,
                     except Exception as exc:
                         log(f"[red]{server.name} at {n} sessions: {type(exc).__name__}: {exc}[/red]")
                         continue
-                    log(f"  run {i + 1}, {server.name:<14} {n:>3} sessions: {result.steps_per_s:>8,.0f} steps/s, "
-                        f"p50 {result.p50_ms:.3f} ms, p99 {result.p99_ms:.3f} ms, errors {result.errors}")
+                    log(
+                        f"  run {i + 1}, {server.name:<14} {n:>3} sessions: {result.steps_per_s:>8,.0f} steps/s, "
+                        f"p50 {result.p50_ms:.3f} ms, p99 {result.p99_ms:.3f} ms, errors {result.errors}"
+                    )
                     runs[i].append(result)
     return runs, startup
 
@@ -258,29 +293,61 @@ def _median_results(runs: list[list[LevelResult]]) -> list[LevelResult]:
             groups.setdefault((r.server, r.sessions), []).append(r)
     merged = []
     for (server, sessions), rs in groups.items():
+
         def med(attr: str, rs: list[LevelResult] = rs) -> float:
             return float(statistics.median(getattr(r, attr) for r in rs))
 
-        merged.append(LevelResult(server, sessions, int(med("steps")), med("steps_per_s"), med("p50_ms"),
-                                  med("p99_ms"), max(r.errors for r in rs), med("server_cpu"),
-                                  med("client_cpu"), med("server_rss_mb"), rs[0].compression))
+        merged.append(
+            LevelResult(
+                server,
+                sessions,
+                int(med("steps")),
+                med("steps_per_s"),
+                med("p50_ms"),
+                med("p99_ms"),
+                max(r.errors for r in rs),
+                med("server_cpu"),
+                med("client_cpu"),
+                med("server_rss_mb"),
+                rs[0].compression,
+            )
+        )
     return merged
 
 
-def report(results: list[LevelResult], startup: dict[str, float], console: Any,
-           args: argparse.Namespace) -> int:
+def report(results: list[LevelResult], startup: dict[str, float], console: Any, args: argparse.Namespace) -> int:
     from rich.table import Table
 
     table = Table(title=f"Wordle over /ws: {args.duration:g} s closed loop per level, one asyncio client")
-    columns = ("server", "sessions", "steps/s", "p50 ms", "p99 ms", "errors", "server CPU", "server µs/step",
-               "client CPU", "server RSS MB", "deflate")
+    columns = (
+        "server",
+        "sessions",
+        "steps/s",
+        "p50 ms",
+        "p99 ms",
+        "errors",
+        "server CPU",
+        "server µs/step",
+        "client CPU",
+        "server RSS MB",
+        "deflate",
+    )
     for col in columns:
         table.add_column(col, justify="left" if col in ("server", "deflate") else "right")
     for r in results:
-        table.add_row(r.server, str(r.sessions), f"{r.steps_per_s:,.0f}", f"{r.p50_ms:.3f}",
-                      f"{r.p99_ms:.3f}", str(r.errors), f"{r.server_cpu:.2f}", f"{r.server_us_per_step:.0f}",
-                      f"{r.client_cpu:.2f}",
-                      f"{r.server_rss_mb:.1f}", "yes" if "deflate" in r.compression else "no")
+        table.add_row(
+            r.server,
+            str(r.sessions),
+            f"{r.steps_per_s:,.0f}",
+            f"{r.p50_ms:.3f}",
+            f"{r.p99_ms:.3f}",
+            str(r.errors),
+            f"{r.server_cpu:.2f}",
+            f"{r.server_us_per_step:.0f}",
+            f"{r.client_cpu:.2f}",
+            f"{r.server_rss_mb:.1f}",
+            "yes" if "deflate" in r.compression else "no",
+        )
     console.print(table)
 
     by = {(r.server, r.sessions): r for r in results}
@@ -290,8 +357,7 @@ def report(results: list[LevelResult], startup: dict[str, float], console: Any,
         ratios.add_column(col)
     missed = 0
 
-    def add(label: str, a: LevelResult | None, b: LevelResult | None, attr: str, target: float,
-            higher: bool) -> None:
+    def add(label: str, a: LevelResult | None, b: LevelResult | None, attr: str, target: float, higher: bool) -> None:
         nonlocal missed
         sign = ">=" if higher else "<="
         if a is None or b is None or not getattr(b, attr):
@@ -300,8 +366,9 @@ def report(results: list[LevelResult], startup: dict[str, float], console: Any,
         value = getattr(a, attr) / getattr(b, attr)
         ok = value >= target if higher else value <= target
         missed += not ok
-        ratios.add_row(label, f"{value:.2f}x", f"{sign} {target:.2g}x",
-                       "[green]met[/green]" if ok else "[red]missed[/red]")
+        ratios.add_row(
+            label, f"{value:.2f}x", f"{sign} {target:.2g}x", "[green]met[/green]" if ok else "[red]missed[/red]"
+        )
 
     ours_top, ours_low = by.get(("omnienv", top)), by.get(("omnienv", low))
     for base in ("openenv-mcp", "openenv-plain"):
@@ -309,10 +376,22 @@ def report(results: list[LevelResult], startup: dict[str, float], console: Any,
     add(f"steps/s at {top}: omnienv / echo", ours_top, by.get(("echo", top)), "steps_per_s", 0.6, True)
     # The same comparisons in server CPU per step (lower is better, so the targets invert).
     for base in ("openenv-mcp", "openenv-plain"):
-        add(f"CPU µs/step at {top}: omnienv / {base} (derived)", ours_top, by.get((base, top)), "server_us_per_step",
-            1 / 3, False)
-    add(f"CPU µs/step at {top}: omnienv / echo (derived)", ours_top, by.get(("echo", top)), "server_us_per_step",
-        1 / 0.6, False)
+        add(
+            f"CPU µs/step at {top}: omnienv / {base} (derived)",
+            ours_top,
+            by.get((base, top)),
+            "server_us_per_step",
+            1 / 3,
+            False,
+        )
+    add(
+        f"CPU µs/step at {top}: omnienv / echo (derived)",
+        ours_top,
+        by.get(("echo", top)),
+        "server_us_per_step",
+        1 / 0.6,
+        False,
+    )
     for base in ("openenv-mcp", "openenv-plain"):
         for attr in ("p50_ms", "p99_ms"):
             add(f"{attr[:3]} at {low}: omnienv / {base}", ours_low, by.get((base, low)), attr, 0.5, False)

@@ -1,6 +1,6 @@
 """Wordle in GEM: ``gem.make`` and ``gem.make_vec`` play it to a win with the solver's text.
 
-    .venvs/gem/bin/python examples/gem_wordle.py          # gem-llm needs Python <= 3.12
+.venvs/gem/bin/python examples/gem_wordle.py          # gem-llm needs Python <= 3.12
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Write an environment in 30 lines, check it, and play it with a scripted policy.
 
-    python examples/guess_the_number.py
+python examples/guess_the_number.py
 """
 
 from __future__ import annotations

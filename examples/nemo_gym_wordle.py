@@ -40,8 +40,9 @@ async def play(url: str, rows: list[dict[str, Any]]) -> None:
     from nemo_gym.server_utils import ServerClient
     from omegaconf import OmegaConf
 
-    client = ServerClient(head_server_config=BaseServerConfig(host="127.0.0.1", port=1),
-                          global_config_dict=OmegaConf.create(config))
+    client = ServerClient(
+        head_server_config=BaseServerConfig(host="127.0.0.1", port=1), global_config_dict=OmegaConf.create(config)
+    )
     for row in rows:
         seeded = await client.post(server_name=SERVER, url_path="/seed_session", json=row)
         cookies = seeded.cookies  # the session: send it back with every call
@@ -52,17 +53,30 @@ async def play(url: str, rows: list[dict[str, Any]]) -> None:
             reply = await client.post(server_name=SERVER, url_path="/guess", json={"word": word}, cookies=cookies)
             body = await reply.text()  # what a NeMo agent hands the model as function_call_output
             items += [
-                {"type": "function_call", "call_id": f"c{len(history)}", "name": "guess",
-                 "arguments": json.dumps({"word": word})},
+                {
+                    "type": "function_call",
+                    "call_id": f"c{len(history)}",
+                    "name": "guess",
+                    "arguments": json.dumps({"word": word}),
+                },
                 {"type": "function_call_output", "call_id": f"c{len(history)}", "output": body},
             ]
             marks = read_marks(json.loads(body)["output"])
             assert marks is not None, body
             history.append(marks)
-        response = {"id": "resp", "created_at": 0, "model": "scripted", "object": "response", "output": items,
-                    "parallel_tool_calls": False, "tool_choice": "auto", "tools": []}
-        verified = await client.post(server_name=SERVER, url_path="/verify", json={**row, "response": response},
-                                     cookies=cookies)
+        response = {
+            "id": "resp",
+            "created_at": 0,
+            "model": "scripted",
+            "object": "response",
+            "output": items,
+            "parallel_tool_calls": False,
+            "tool_choice": "auto",
+            "tools": [],
+        }
+        verified = await client.post(
+            server_name=SERVER, url_path="/verify", json={**row, "response": response}, cookies=cookies
+        )
         reward = (await verified.json())["reward"]
         await client.post(server_name=SERVER, url_path="/close_session", json={}, cookies=cookies)
         print(f"{row['task_id']}: {len(history)} guesses, /verify reward {reward:.3f}")

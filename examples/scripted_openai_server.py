@@ -60,8 +60,11 @@ def reply(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) ->
     name = next((n for n in names if n == "guess" or n.endswith("guess")), None)
     if name is None:
         return {"role": "assistant", "content": f"<guess>{word}</guess>"}
-    call = {"id": f"call_{uuid.uuid4().hex[:12]}", "type": "function",
-            "function": {"name": name, "arguments": json.dumps({"word": word})}}
+    call = {
+        "id": f"call_{uuid.uuid4().hex[:12]}",
+        "type": "function",
+        "function": {"name": name, "arguments": json.dumps({"word": word})},
+    }
     return {"role": "assistant", "content": None, "tool_calls": [call]}
 
 
@@ -89,15 +92,25 @@ class _Handler(BaseHTTPRequestHandler):
             return
         finish = "tool_calls" if message.get("tool_calls") else "stop"
         usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
-        head = {"id": f"chatcmpl-{uuid.uuid4().hex[:12]}", "created": int(time.time()),
-                "model": body.get("model") or MODEL}
+        head = {
+            "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
+            "created": int(time.time()),
+            "model": body.get("model") or MODEL,
+        }
         if body.get("stream"):
-            self._stream(head, message, finish, usage if (body.get("stream_options") or {}).get("include_usage")
-                         else None)
+            self._stream(
+                head, message, finish, usage if (body.get("stream_options") or {}).get("include_usage") else None
+            )
         else:
-            self._json(200, {**head, "object": "chat.completion", "usage": usage,
-                             "choices": [{"index": 0, "message": message, "finish_reason": finish,
-                                          "logprobs": None}]})
+            self._json(
+                200,
+                {
+                    **head,
+                    "object": "chat.completion",
+                    "usage": usage,
+                    "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+                },
+            )
 
     def _json(self, status: int, payload: dict[str, Any]) -> None:
         data = json.dumps(payload).encode()
@@ -107,8 +120,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def _stream(self, head: dict[str, Any], message: dict[str, Any], finish: str,
-                usage: dict[str, int] | None) -> None:
+    def _stream(self, head: dict[str, Any], message: dict[str, Any], finish: str, usage: dict[str, int] | None) -> None:
         delta: dict[str, Any] = {"role": "assistant", "content": message.get("content")}
         if message.get("tool_calls"):
             delta["tool_calls"] = [{"index": i, **call} for i, call in enumerate(message["tool_calls"])]

@@ -31,8 +31,10 @@ def main() -> None:
             done = out["done"]
             if out["observations"] and (marks := read_marks(out["observations"][0]["content"])):
                 history.append(marks)
-        print(f"{env_id} {row['extra_info']['task_id']}: success={out['metadata'].get('success')} "
-              f"in {env.turns} turns, reward {total:.3f}, metrics {env.get_metrics()}")
+        print(
+            f"{env_id} {row['extra_info']['task_id']}: success={out['metadata'].get('success')} "
+            f"in {env.turns} turns, reward {total:.3f}, metrics {env.get_metrics()}"
+        )
         env.close()
 
 

@@ -56,17 +56,33 @@ def build_tiny_model(directory: Path, tools: list[Any], sft_steps: int) -> None:
     bpe.decoder = decoders.ByteLevel()
     corpus = [PROMPT, qwen3_chat_template, *(json.dumps(t) for t in _schemas(tools))]
     corpus += [call_text(w) for w in OPENERS] + ["guesses left. Correct! Out of guesses. 🟩🟨⬛"]
-    trainer = trainers.BpeTrainer(vocab_size=600, special_tokens=QWEN_SPECIAL,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    trainer = trainers.BpeTrainer(
+        vocab_size=600, special_tokens=QWEN_SPECIAL, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+    )
     bpe.train_from_iterator(corpus * 4, trainer=trainer)
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token="<|im_end|>", pad_token="<|endoftext|>",
-                                        padding_side="left", chat_template=qwen3_chat_template)
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=bpe,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        padding_side="left",
+        chat_template=qwen3_chat_template,
+    )
     tokenizer.add_tokens(QWEN_MARKERS)  # plain added tokens, as in Qwen's own tokenizer
 
-    config = Qwen3Config(vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=2048,
-                         tie_word_embeddings=True, pad_token_id=tokenizer.pad_token_id,
-                         eos_token_id=tokenizer.eos_token_id, bos_token_id=None)
+    config = Qwen3Config(
+        vocab_size=len(tokenizer),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+        max_position_embeddings=2048,
+        tie_word_embeddings=True,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        bos_token_id=None,
+    )
     model = Qwen3ForCausalLM(config)
     examples = []
     for messages, completion in conversations:
@@ -98,8 +114,11 @@ def _sft_conversations() -> list[tuple[list[dict[str, Any]], str]]:
     for first, second in zip(OPENERS, OPENERS[1:] + OPENERS[:1], strict=True):
         user = [{"role": "user", "content": PROMPT}]
         out.append((user, call_text(first)))
-        called = {"role": "assistant", "content": "", "tool_calls": [
-            {"type": "function", "function": {"name": "guess", "arguments": {"word": first}}}]}
+        called = {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"type": "function", "function": {"name": "guess", "arguments": {"word": first}}}],
+        }
         reply = {"role": "tool", "name": "guess", "content": f"{first.upper()} ⬛🟨⬛⬛🟩 — 5 guesses left."}
         out.append(([*user, called, reply], call_text(second)))
     return out
@@ -154,8 +173,13 @@ def main() -> None:
 
         def get_reward(self) -> float | None:
             reward = super().get_reward()
-            episode = {"task": self._task_id, "tool_calls": len(self._replies), "reward": reward,
-                       "failure": self.failure.message if self.failure else None, "calls": self._replies}
+            episode = {
+                "task": self._task_id,
+                "tool_calls": len(self._replies),
+                "reward": reward,
+                "failure": self.failure.message if self.failure else None,
+                "calls": self._replies,
+            }
             print("EPISODE " + json.dumps(episode, ensure_ascii=False), flush=True)
             totals["episodes"] += 1
             totals["tool_calls"] += len(self._replies)
@@ -171,27 +195,55 @@ def main() -> None:
             print(f"built the tiny model in {time.perf_counter() - started:.1f} s: {model_dir}", flush=True)
         model: Any = Qwen3ForCausalLM.from_pretrained(model_dir)
         tokenizer: Any = PreTrainedTokenizerFast.from_pretrained(model_dir)
-        config = GRPOConfig(output_dir=str(args.output_dir), use_cpu=True, max_steps=args.steps,
-                            per_device_train_batch_size=4, num_generations=4, max_completion_length=96,
-                            max_tool_calling_iterations=args.max_tool_calls or 2, beta=0.0, learning_rate=1e-3,
-                            logging_steps=1, report_to="none", save_strategy="no", disable_tqdm=True,
-                            seed=args.seed, temperature=1.0)
+        config = GRPOConfig(
+            output_dir=str(args.output_dir),
+            use_cpu=True,
+            max_steps=args.steps,
+            per_device_train_batch_size=4,
+            num_generations=4,
+            max_completion_length=96,
+            max_tool_calling_iterations=args.max_tool_calls or 2,
+            beta=0.0,
+            learning_rate=1e-3,
+            logging_steps=1,
+            report_to="none",
+            save_strategy="no",
+            disable_tqdm=True,
+            seed=args.seed,
+            temperature=1.0,
+        )
     else:
         model, tokenizer = args.model, None
-        config = GRPOConfig(output_dir=str(args.output_dir), use_cpu=not torch.cuda.is_available(),
-                            max_steps=args.steps, per_device_train_batch_size=8,
-                            num_generations=8, max_completion_length=1024,
-                            max_tool_calling_iterations=args.max_tool_calls or 8, logging_steps=1,
-                            report_to="none", save_strategy="no", seed=args.seed,
-                            chat_template_kwargs={"enable_thinking": False})
+        config = GRPOConfig(
+            output_dir=str(args.output_dir),
+            use_cpu=not torch.cuda.is_available(),
+            max_steps=args.steps,
+            per_device_train_batch_size=8,
+            num_generations=8,
+            max_completion_length=1024,
+            max_tool_calling_iterations=args.max_tool_calls or 8,
+            logging_steps=1,
+            report_to="none",
+            save_strategy="no",
+            seed=args.seed,
+            chat_template_kwargs={"enable_thinking": False},
+        )
 
-    trainer = GRPOTrainer(model=model, processing_class=tokenizer, args=config, environment_factory=Wordle,
-                          train_dataset=dataset(args.env, "train", limit=args.tasks), callbacks=[PrintLogs()])
+    trainer = GRPOTrainer(
+        model=model,
+        processing_class=tokenizer,
+        args=config,
+        environment_factory=Wordle,
+        train_dataset=dataset(args.env, "train", limit=args.tasks),
+        callbacks=[PrintLogs()],
+    )
     print("TOOLS " + json.dumps(sorted(t.__name__ for t in trainer.tools)), flush=True)
     print("REWARD_FUNCS " + json.dumps(trainer.reward_func_names), flush=True)
     trainer.train()
-    print(f"DONE steps={trainer.state.global_step} episodes={totals['episodes']} "
-          f"env_tool_calls={totals['tool_calls']}", flush=True)
+    print(
+        f"DONE steps={trainer.state.global_step} episodes={totals['episodes']} env_tool_calls={totals['tool_calls']}",
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

@@ -28,13 +28,52 @@ EPISODES = 2
 def vf_eval_command(base_url: str, out: Path) -> list[str]:
     vf_eval = str(Path(sys.executable).parent / "vf-eval")
     if tuple(int(p) for p in version("verifiers").split(".")[:2]) >= (0, 4):
-        return [vf_eval, "omnienv-verifiers", "--env.taskset.env", "wordle", "--env.taskset.split", "test",
-                "--env.agent.harness.id", "null", "--env.agent.runtime.type", "subprocess",
-                "-m", MODEL, "--client.base-url", base_url, "--client.api-key-var", "SOLVER_KEY",
-                "-n", str(EPISODES), "-r", "1", "--no-push", "--no-rich", "-o", str(out)]
-    return [vf_eval, "omnienv-verifiers", "-a", json.dumps({"env": "wordle", "split": "test"}),
-            "-m", MODEL, "-b", base_url, "-k", "SOLVER_KEY", "-n", str(EPISODES), "-r", "1",
-            "--disable-tui", "-s", "-o", str(out)]
+        return [
+            vf_eval,
+            "omnienv-verifiers",
+            "--env.taskset.env",
+            "wordle",
+            "--env.taskset.split",
+            "test",
+            "--env.agent.harness.id",
+            "null",
+            "--env.agent.runtime.type",
+            "subprocess",
+            "-m",
+            MODEL,
+            "--client.base-url",
+            base_url,
+            "--client.api-key-var",
+            "SOLVER_KEY",
+            "-n",
+            str(EPISODES),
+            "-r",
+            "1",
+            "--no-push",
+            "--no-rich",
+            "-o",
+            str(out),
+        ]
+    return [
+        vf_eval,
+        "omnienv-verifiers",
+        "-a",
+        json.dumps({"env": "wordle", "split": "test"}),
+        "-m",
+        MODEL,
+        "-b",
+        base_url,
+        "-k",
+        "SOLVER_KEY",
+        "-n",
+        str(EPISODES),
+        "-r",
+        "1",
+        "--disable-tui",
+        "-s",
+        "-o",
+        str(out),
+    ]
 
 
 def rewards(out: Path) -> list[float]:
@@ -53,8 +92,9 @@ def main() -> None:
     with serving() as base_url, tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "out"
         env = {**os.environ, "SOLVER_KEY": "unused", "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
-        run = subprocess.run(vf_eval_command(base_url, out), env=env, cwd=tmp, capture_output=True, text=True,
-                             timeout=600)
+        run = subprocess.run(
+            vf_eval_command(base_url, out), env=env, cwd=tmp, capture_output=True, text=True, timeout=600
+        )
         if run.returncode != 0:
             sys.exit(f"vf-eval failed ({run.returncode}):\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}")
         scores = rewards(out)

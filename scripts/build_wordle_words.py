@@ -19,12 +19,66 @@ GUESS_LEVELS = (10, 20, 35, 40, 50, 55, 60, 70, 80)
 TEST_FRACTION_PERCENT = 20
 # Words a game should never ask a player to find.
 BLOCKED = {
-    "bitch", "semen", "pussy", "penis", "dildo", "whore", "slut", "sluts", "fagot", "faggot",
-    "nigga", "negro", "boobs", "booby", "horny", "kinky", "porno", "pubic", "rapes", "rapist",
-    "sexed", "sexes", "spick", "spics", "dicks", "cocks", "balls", "bimbo", "butts", "crapy",
-    "dykes", "gonad", "homos", "honky", "hooch", "hussy", "lynch", "nazis", "queer", "tramp",
-    "wench", "wanks", "twats", "shits", "shite", "turds", "pimps", "orgys", "orgasm", "enema",
-    "vomit", "kraut", "gypsy", "gyppy", "retch", "slave", "idiot", "moron", "harem", "lusty",
+    "bitch",
+    "semen",
+    "pussy",
+    "penis",
+    "dildo",
+    "whore",
+    "slut",
+    "sluts",
+    "fagot",
+    "faggot",
+    "nigga",
+    "negro",
+    "boobs",
+    "booby",
+    "horny",
+    "kinky",
+    "porno",
+    "pubic",
+    "rapes",
+    "rapist",
+    "sexed",
+    "sexes",
+    "spick",
+    "spics",
+    "dicks",
+    "cocks",
+    "balls",
+    "bimbo",
+    "butts",
+    "crapy",
+    "dykes",
+    "gonad",
+    "homos",
+    "honky",
+    "hooch",
+    "hussy",
+    "lynch",
+    "nazis",
+    "queer",
+    "tramp",
+    "wench",
+    "wanks",
+    "twats",
+    "shits",
+    "shite",
+    "turds",
+    "pimps",
+    "orgys",
+    "orgasm",
+    "enema",
+    "vomit",
+    "kraut",
+    "gypsy",
+    "gyppy",
+    "retch",
+    "slave",
+    "idiot",
+    "moron",
+    "harem",
+    "lusty",
 }
 
 
@@ -62,9 +116,7 @@ def is_test_word(word: str) -> bool:
 
 def main() -> None:
     common = read_words(ANSWER_LEVELS)
-    answers = sorted(
-        w for w in common if len(w) == 5 and w not in BLOCKED and not is_inflection(w, common)
-    )
+    answers = sorted(w for w in common if len(w) == 5 and w not in BLOCKED and not is_inflection(w, common))
     guesses = sorted({w for w in read_words(GUESS_LEVELS) if len(w) == 5} | set(answers))
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "train.txt").write_text("\n".join(w for w in answers if not is_test_word(w)) + "\n")

@@ -38,12 +38,12 @@ def peer_python(name: str, python: str = "python3.11") -> Path:
         if not (stamp.exists() and stamp.read_text() == wanted):
             shutil.rmtree(venv, ignore_errors=True)
             subprocess.run([shutil.which(python) or sys.executable, "-m", "venv", str(venv)], check=True)
-            pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet",
-                   "--disable-pip-version-check"]
+            pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
             env = {**os.environ, "PIP_NO_INPUT": "1"}
             subprocess.run([*pip, "-r", str(requirements)], check=True, env=env, cwd=PEERS / name)
             if install.exists():
-                subprocess.run(["sh", str(install), str(venv / "bin" / "python")], check=True, env=env,
-                               cwd=PEERS / name)
+                subprocess.run(
+                    ["sh", str(install), str(venv / "bin" / "python")], check=True, env=env, cwd=PEERS / name
+                )
             stamp.write_text(wanted)
     return venv / "bin" / "python"

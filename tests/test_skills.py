@@ -47,12 +47,15 @@ def spec_errors(front: dict[str, Any], folder: str) -> list[str]:
     if compatibility is not None and (not isinstance(compatibility, str) or not 1 <= len(compatibility) <= 500):
         errors.append("compatibility must be a string of 1-500 characters")
     metadata = front.get("metadata")
-    if metadata is not None and (not isinstance(metadata, dict) or
-                                 not all(isinstance(k, str) and isinstance(v, str) for k, v in metadata.items())):
+    if metadata is not None and (
+        not isinstance(metadata, dict)
+        or not all(isinstance(k, str) and isinstance(v, str) for k, v in metadata.items())
+    ):
         errors.append("metadata must map strings to strings")
     tools = front.get("allowed-tools")
-    if tools is not None and not (isinstance(tools, str) or
-                                  (isinstance(tools, list) and all(isinstance(t, str) for t in tools))):
+    if tools is not None and not (
+        isinstance(tools, str) or (isinstance(tools, list) and all(isinstance(t, str) for t in tools))
+    ):
         errors.append("allowed-tools must be a string or a list of strings")
     return errors
 

@@ -70,8 +70,13 @@ class _Game:
         game = getattr(self, "game", None)
         if game is None:
             return WordleState(episode_id=None, step_count=0)
-        return WordleState(episode_id=self._episode_id, step_count=self._steps, guesses=list(game.guesses),
-                           marks=list(game.marks), attempts_left=MAX_ATTEMPTS - len(game.guesses))
+        return WordleState(
+            episode_id=self._episode_id,
+            step_count=self._steps,
+            guesses=list(game.guesses),
+            marks=list(game.marks),
+            attempts_left=MAX_ATTEMPTS - len(game.guesses),
+        )
 
 
 class WordleMCPEnvironment(_Game, MCPEnvironment):
@@ -95,8 +100,9 @@ class WordleMCPEnvironment(_Game, MCPEnvironment):
         super().__init__(mcp)
         self._new_episode(None, None, None)
 
-    def reset(self, seed: int | None = None, episode_id: str | None = None, task_id: str | None = None,
-              **kwargs: Any) -> Observation:
+    def reset(
+        self, seed: int | None = None, episode_id: str | None = None, task_id: str | None = None, **kwargs: Any
+    ) -> Observation:
         self._new_episode(seed, episode_id, task_id)
         return WordlePromptObservation(prompt=PROMPT, reward=0.0, done=False)
 
@@ -138,15 +144,23 @@ class WordleObservation(Observation):
 
 
 TOOLS = [
-    {"name": "guess", "description": GUESS_DOC, "input_schema": {
-        "type": "object", "properties": {"word": {"type": "string"}}, "required": ["word"]}},
+    {
+        "name": "guess",
+        "description": GUESS_DOC,
+        "input_schema": {"type": "object", "properties": {"word": {"type": "string"}}, "required": ["word"]},
+    },
     {"name": "get_history", "description": HISTORY_DOC, "input_schema": {"type": "object", "properties": {}}},
 ]
 
 
 def _text_result(text: str, is_error: bool = False) -> dict[str, Any]:
-    return {"content": [{"type": "text", "text": text}], "structured_content": None, "meta": None,
-            "data": text, "is_error": is_error}
+    return {
+        "content": [{"type": "text", "text": text}],
+        "structured_content": None,
+        "meta": None,
+        "data": text,
+        "is_error": is_error,
+    }
 
 
 class WordlePlainEnvironment(_Game, Environment[WordleAction, WordleObservation, WordleState]):
@@ -156,8 +170,9 @@ class WordlePlainEnvironment(_Game, Environment[WordleAction, WordleObservation,
         super().__init__()
         self._new_episode(None, None, None)
 
-    def reset(self, seed: int | None = None, episode_id: str | None = None, task_id: str | None = None,
-              **kwargs: Any) -> WordleObservation:
+    def reset(
+        self, seed: int | None = None, episode_id: str | None = None, task_id: str | None = None, **kwargs: Any
+    ) -> WordleObservation:
         self._new_episode(seed, episode_id, task_id)
         return WordleObservation(prompt=PROMPT, reward=0.0, done=False)
 
@@ -174,8 +189,9 @@ class WordlePlainEnvironment(_Game, Environment[WordleAction, WordleObservation,
             return WordleObservation(tool_name=name, result=_text_result(text), reward=reward, done=done)
         if name == "get_history":
             return WordleObservation(tool_name=name, result=_text_result(self.game.history()), reward=0.0)
-        return WordleObservation(tool_name=name, reward=0.0,
-                                 error={"error_type": "tool_not_found", "message": f"unknown tool {name!r}"})
+        return WordleObservation(
+            tool_name=name, reward=0.0, error={"error_type": "tool_not_found", "message": f"unknown tool {name!r}"}
+        )
 
     @property
     def state(self) -> WordleState:
@@ -184,11 +200,17 @@ class WordlePlainEnvironment(_Game, Environment[WordleAction, WordleObservation,
 
 def build_app(variant: str, max_sessions: int) -> Any:
     if variant == "mcp":
-        return create_app(WordleMCPEnvironment, CallToolAction, CallToolObservation, env_name="wordle",
-                          max_concurrent_envs=max_sessions)
+        return create_app(
+            WordleMCPEnvironment,
+            CallToolAction,
+            CallToolObservation,
+            env_name="wordle",
+            max_concurrent_envs=max_sessions,
+        )
     if variant == "plain":
-        return create_app(WordlePlainEnvironment, WordleAction, WordleObservation, env_name="wordle",
-                          max_concurrent_envs=max_sessions)
+        return create_app(
+            WordlePlainEnvironment, WordleAction, WordleObservation, env_name="wordle", max_concurrent_envs=max_sessions
+        )
     raise SystemExit(f"unknown variant {variant!r}; use 'mcp' or 'plain'")
 
 

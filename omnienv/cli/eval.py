@@ -46,9 +46,17 @@ def evaluate(
 
     def make_policy() -> ChatPolicy:
         return ChatPolicy(
-            model, cls.tools, base_url=base_url, api_key=api_key, mode=mode,  # type: ignore[arg-type]
-            text_tags=getattr(cls, "text_actions", None), temperature=temperature, max_tokens=max_tokens,
-            max_model_calls=max_model_calls, max_retries=retries, timeout_s=request_timeout,
+            model,
+            cls.tools,
+            base_url=base_url,
+            api_key=api_key,
+            mode=mode,  # type: ignore[arg-type]
+            text_tags=getattr(cls, "text_actions", None),
+            temperature=temperature,
+            max_tokens=max_tokens,
+            max_model_calls=max_model_calls,
+            max_retries=retries,
+            timeout_s=request_timeout,
         )
 
     try:
@@ -56,8 +64,15 @@ def evaluate(
     except OmniEnvError as exc:
         raise fail(exc.message) from None
     summary = run_with_progress(
-        cls, make_policy, plans, f"{cls.name} x {model}", out=out, resume=resume, concurrency=concurrency,
-        deadline_s=deadline, make_env=remote_env(url) if url else None,
+        cls,
+        make_policy,
+        plans,
+        f"{cls.name} x {model}",
+        out=out,
+        resume=resume,
+        concurrency=concurrency,
+        deadline_s=deadline,
+        make_env=remote_env(url) if url else None,
     )
     show_summary(summary, title=f"{cls.name}, model {model} ({mode})" + (f", split {split}" if split else ""))
     console.print(f"trajectories: {out}\nsummary: {summary_path(out)}")

@@ -30,7 +30,7 @@ def parse_call(line: str, tools: Mapping[str, ToolSpec]) -> ToolCall:
         return ToolCall(name, {})
     properties: dict[str, Any] = spec.parameters.get("properties", {})
     if len(properties) == 1 and "=" not in rest:
-        (only, schema), = properties.items()
+        ((only, schema),) = properties.items()
         return ToolCall(name, {only: _value(rest.strip(), schema)})
     arguments: dict[str, Any] = {}
     for part in shlex.split(rest):

@@ -33,8 +33,17 @@ def rollout(
     play_episodes(env, policy, episodes, split, out, seed, concurrency, deadline, url)
 
 
-def play_episodes(env: str, policy: str, episodes: int, split: str | None, out: Path | None, seed: int,
-                  concurrency: int, deadline: float | None, url: str | None) -> None:
+def play_episodes(
+    env: str,
+    policy: str,
+    episodes: int,
+    split: str | None,
+    out: Path | None,
+    seed: int,
+    concurrency: int,
+    deadline: float | None,
+    url: str | None,
+) -> None:
     cls = env_class(env)
     try:
         make = make_policy(policy, cls, seed)
@@ -42,7 +51,13 @@ def play_episodes(env: str, policy: str, episodes: int, split: str | None, out: 
     except (ValueError, OmniEnvError) as exc:
         raise fail(str(exc)) from None
     summary = run_with_progress(
-        cls, make, plans, f"{cls.name} x {policy}", out=out, concurrency=concurrency, deadline_s=deadline,
+        cls,
+        make,
+        plans,
+        f"{cls.name} x {policy}",
+        out=out,
+        concurrency=concurrency,
+        deadline_s=deadline,
         make_env=remote_env(url) if url else None,
     )
     show_summary(summary, title=f"{cls.name}, policy {policy}" + (f", split {split}" if split else ""))
@@ -50,8 +65,9 @@ def play_episodes(env: str, policy: str, episodes: int, split: str | None, out: 
         console.print(f"trajectories: {out}")
 
 
-def run_with_progress(cls: type[EnvironmentBase], make: Callable[[], Policy], plans: list[EpisodePlan],
-                      label: str, **options: Any) -> Summary:
+def run_with_progress(
+    cls: type[EnvironmentBase], make: Callable[[], Policy], plans: list[EpisodePlan], label: str, **options: Any
+) -> Summary:
     """:func:`omnienv.rollout.rollout` with a progress bar; errors become clean exits."""
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
     with Progress(*columns, console=console) as progress:

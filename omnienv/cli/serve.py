@@ -19,30 +19,50 @@ def serve(
     step_timeout: Annotated[float, typer.Option(help="Fail a step running this long, in s (0: never)")] = 300.0,
     log_level: Annotated[str, typer.Option(help="uvicorn log level")] = "warning",
     ui: Annotated[bool, typer.Option("--ui/--no-ui", help="Serve the play page at /ui")] = True,
-    ray: Annotated[str | None, typer.Option(
-        "--ray", metavar="ADDRESS",
-        help="Host sessions on Ray actors: 'auto' joins this node's cluster, host:port or ray://... another, "
-        "'local' starts a private Ray on 127.0.0.1",
-    )] = None,
+    ray: Annotated[
+        str | None,
+        typer.Option(
+            "--ray",
+            metavar="ADDRESS",
+            help="Host sessions on Ray actors: 'auto' joins this node's cluster, host:port or ray://... another, "
+            "'local' starts a private Ray on 127.0.0.1",
+        ),
+    ] = None,
     ray_actors: Annotated[int, typer.Option(help="Ray host actors, many sessions each (0: one per CPU)")] = 0,
     ray_cpus: Annotated[float, typer.Option(help="CPUs each Ray host actor asks for")] = 1.0,
-    agent_only: Annotated[bool, typer.Option(
-        "--agent-only", help="Agents get only MCP tools; reset/step/state are refused; episodes start "
-        "at POST /operator/sessions with the printed token",
-    )] = False,
-    operator_token: Annotated[str | None, typer.Option(
-        envvar="OMNIENV_OPERATOR_TOKEN", help="Bearer token of /operator (--agent-only); default: a random one",
-    )] = None,
-    allow_host: Annotated[list[str] | None, typer.Option(
-        "--allow-host", metavar="NAME[:PORT]",
-        help="Also answer requests whose Host is NAME (repeatable; '*': any). Loopback names and the bound "
-        "host are always answered; binding 0.0.0.0 needs the names clients use",
-    )] = None,
-    allow_origin: Annotated[list[str] | None, typer.Option(
-        "--allow-origin", metavar="ORIGIN",
-        help="Also let web pages from ORIGIN (scheme://host[:port]) call the server (repeatable; '*': any). "
-        "Loopback origins are always allowed; other browser origins are refused",
-    )] = None,
+    agent_only: Annotated[
+        bool,
+        typer.Option(
+            "--agent-only",
+            help="Agents get only MCP tools; reset/step/state are refused; episodes start "
+            "at POST /operator/sessions with the printed token",
+        ),
+    ] = False,
+    operator_token: Annotated[
+        str | None,
+        typer.Option(
+            envvar="OMNIENV_OPERATOR_TOKEN",
+            help="Bearer token of /operator (--agent-only); default: a random one",
+        ),
+    ] = None,
+    allow_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-host",
+            metavar="NAME[:PORT]",
+            help="Also answer requests whose Host is NAME (repeatable; '*': any). Loopback names and the bound "
+            "host are always answered; binding 0.0.0.0 needs the names clients use",
+        ),
+    ] = None,
+    allow_origin: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-origin",
+            metavar="ORIGIN",
+            help="Also let web pages from ORIGIN (scheme://host[:port]) call the server (repeatable; '*': any). "
+            "Loopback origins are always allowed; other browser origins are refused",
+        ),
+    ] = None,
 ) -> None:
     """Serve ENV until interrupted: OpenEnv-compatible WebSocket /ws, HTTP sessions, /health."""
     cls = env_class(env)
@@ -68,13 +88,17 @@ def serve(
     page = f", play it at http://{host}:{port}/ui/" if ui else ""
     console.print(f"serving [bold]{cls.name}[/] on http://{host}:{port} (WebSocket: ws://{host}:{port}/ws{page})")
     if host.strip().lower() in WILDCARDS and not allow_host:
-        console.print(f"[yellow]bound to {host}: requests are answered only when their Host is a loopback name; "
-                      "pass --allow-host NAME for each name or address clients use to reach this machine[/]",
-                      soft_wrap=True)
+        console.print(
+            f"[yellow]bound to {host}: requests are answered only when their Host is a loopback name; "
+            "pass --allow-host NAME for each name or address clients use to reach this machine[/]",
+            soft_wrap=True,
+        )
     if agent_only:
-        console.print(f"agent-only: agents use MCP at http://{host}:{port}/mcp?session_id=...; start episodes "
-                      f"with POST /operator/sessions, header 'Authorization: Bearer {config.operator_token}'",
-                      soft_wrap=True)
+        console.print(
+            f"agent-only: agents use MCP at http://{host}:{port}/mcp?session_id=...; start episodes "
+            f"with POST /operator/sessions, header 'Authorization: Bearer {config.operator_token}'",
+            soft_wrap=True,
+        )
     if ray is not None:
         try:
             from omnienv.ray.serving import serve_on_ray
@@ -82,8 +106,17 @@ def serve(
             raise fail(f"--ray needs the ray extra: pip install 'omnienv[ray]' ({exc})") from None
         options = {"num_cpus": ray_cpus}
         try:
-            serve_on_ray(cls, config, host, port, address=ray, actors=ray_actors or None, actor_options=options,
-                         announce=console.print, log_level=log_level)
+            serve_on_ray(
+                cls,
+                config,
+                host,
+                port,
+                address=ray,
+                actors=ray_actors or None,
+                actor_options=options,
+                announce=console.print,
+                log_level=log_level,
+            )
         except (ConnectionError, TimeoutError) as exc:
             raise fail(str(exc)) from None
         return

@@ -13,9 +13,7 @@ __all__ = ["acheck_url", "check_url"]
 
 async def acheck_url(url: str, *, strings: list[str] | None = None, **options: Any) -> CheckReport:
     """Every contract check, each on fresh WebSocket sessions of the server at ``url``."""
-    return await acheck_env(
-        lambda: AsyncWebSocketClient.connect(url, **options), target=url, strings=strings
-    )
+    return await acheck_env(lambda: AsyncWebSocketClient.connect(url, **options), target=url, strings=strings)
 
 
 def check_url(url: str, *, strings: list[str] | None = None, **options: Any) -> CheckReport:

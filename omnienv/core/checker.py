@@ -117,7 +117,7 @@ class _Checks:
         observation = await env.reset(seed=1)
         if not isinstance(observation, Observation) or not observation.content:
             return "reset() must return an Observation with at least one content block (the prompt)"
-        state = (await env.state())
+        state = await env.state()
         if state.step_count != 0 or not state.episode_id:
             return f"state() after reset() must have step_count 0 and an episode_id, got {state}"
         return None
@@ -225,8 +225,7 @@ def _strings(value: Any) -> list[str]:
 
 
 CHECKS = [
-    name for name in vars(_Checks) if not name.startswith("_") and name not in
-    ("new", "close_all", "random_call")
+    name for name in vars(_Checks) if not name.startswith("_") and name not in ("new", "close_all", "random_call")
 ]
 
 
@@ -260,6 +259,5 @@ def check_env(env_class: type[EnvironmentBase], *, strings: list[str] | None = N
         return inner.task.answer if inner.task is not None else None
 
     return asyncio.run(
-        acheck_env(lambda: as_async(env_class()), target=env_class.name, secret_of=secret_of,
-                   strings=strings)
+        acheck_env(lambda: as_async(env_class()), target=env_class.name, secret_of=secret_of, strings=strings)
     )

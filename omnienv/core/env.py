@@ -179,12 +179,12 @@ class EnvironmentBase:
             result = StepResult(Observation((TextBlock(output),)), 0.0, False, False, {})
         elif isinstance(output, ActionError):
             error = {"code": output.code, "message": output.message}
-            result = StepResult(Observation((TextBlock(output.message),), True), 0.0, False, False,
-                                {"error": error})
+            result = StepResult(Observation((TextBlock(output.message),), True), 0.0, False, False, {"error": error})
         elif isinstance(output, AgentCausedEnd):
             ended = {"reason": output.reason, "message": output.message}
-            result = StepResult(Observation((TextBlock(output.message),), True), 0.0, True, False,
-                                {"ended_by_agent": ended})
+            result = StepResult(
+                Observation((TextBlock(output.message),), True), 0.0, True, False, {"ended_by_agent": ended}
+            )
         else:
             result = StepResult(Observation(as_blocks(output)), 0.0, False, False, {})
         limit = self.max_turns
@@ -409,4 +409,3 @@ def as_async(env: Environment | AsyncEnvironment, executor: Executor | None = No
     if isinstance(env, Environment):
         return _SyncAsAsync(env, executor)
     raise TypeError(f"expected an Environment or AsyncEnvironment, got {type(env).__name__}")
-

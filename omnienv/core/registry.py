@@ -49,8 +49,7 @@ def load_environment(name: str) -> type[EnvironmentBase]:
         close = difflib.get_close_matches(name, list(known), n=1)
         hint = f" Did you mean '{close[0]}'?" if close else ""
         raise UnknownEnvironmentError(
-            f"no environment named '{name}'.{hint} Known: {', '.join(known)}; "
-            "or pass 'package.module:Class'."
+            f"no environment named '{name}'.{hint} Known: {', '.join(known)}; or pass 'package.module:Class'."
         )
     if isinstance(target, type):
         return target

@@ -22,8 +22,7 @@ def sample_arguments(
     return out
 
 
-def _sample(prop: dict[str, Any], rng: random.Random, strings: Sequence[str] | None,
-            defs: dict[str, Any]) -> Any:
+def _sample(prop: dict[str, Any], rng: random.Random, strings: Sequence[str] | None, defs: dict[str, Any]) -> Any:
     if "$ref" in prop:
         return _sample(defs.get(prop["$ref"].rsplit("/", 1)[-1], {}), rng, strings, defs)
     if "enum" in prop:
@@ -32,8 +31,7 @@ def _sample(prop: dict[str, Any], rng: random.Random, strings: Sequence[str] | N
         return prop["const"]
     options = prop.get("anyOf") or prop.get("oneOf")
     if options:
-        return _sample(rng.choice([o for o in options if o.get("type") != "null"] or options),
-                       rng, strings, defs)
+        return _sample(rng.choice([o for o in options if o.get("type") != "null"] or options), rng, strings, defs)
     kind = prop.get("type", "string")
     if kind == "string":
         if strings:

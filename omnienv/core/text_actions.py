@@ -73,8 +73,7 @@ def grammar_of(env: Any) -> dict[str, str | None]:
         properties = tools[tag].parameters.get("properties", {})
         if argument is not None and argument not in properties:
             raise EnvironmentDefinitionError(
-                f"{where}: tool '{tag}' has no argument '{argument}'; its arguments: "
-                f"{', '.join(properties) or 'none'}"
+                f"{where}: tool '{tag}' has no argument '{argument}'; its arguments: {', '.join(properties) or 'none'}"
             )
     return grammar
 
@@ -124,9 +123,7 @@ class TextActions:
                 f"{exc.pos}). {self.format_hint()}"
             ) from None
         if not isinstance(data, dict) or not isinstance(data.get("name"), str):
-            raise ActionError(
-                f"A <tool_call> must hold a JSON object with a string \"name\". {self.format_hint()}"
-            )
+            raise ActionError(f'A <tool_call> must hold a JSON object with a string "name". {self.format_hint()}')
         arguments = data.get("arguments", data.get("parameters", {}))
         if isinstance(arguments, str):  # some templates emit the arguments as a JSON string
             try:
@@ -155,9 +152,7 @@ class TextActions:
         """One paragraph telling the model how to write a call; ends every parse error."""
         example = next(iter(self.tools.values()), None)
         name = example.name if example else "tool_name"
-        hint = (
-            'Call a tool by writing <tool_call>{"name": "' + name + '", "arguments": {...}}</tool_call>'
-        )
+        hint = 'Call a tool by writing <tool_call>{"name": "' + name + '", "arguments": {...}}</tool_call>'
         if self.tags:
             hint += " or with a tag: " + ", ".join(_tag_example(tag, arg) for tag, arg in self.tags.items())
         return hint + f". Available tools: {', '.join(self.tools) or 'none'}."
@@ -183,8 +178,7 @@ def _tag_example(tag: str, argument: str | None) -> str:
     return f"<{tag}/>" if argument is None else f"<{tag}>{argument}</{tag}>"
 
 
-def parse_text_actions(text: str, tools: Mapping[str, ToolSpec],
-                       tags: TagGrammar | None = None) -> list[ToolCall]:
+def parse_text_actions(text: str, tools: Mapping[str, ToolSpec], tags: TagGrammar | None = None) -> list[ToolCall]:
     """One-off parse; build a :class:`TextActions` once when parsing many replies."""
     return TextActions(tools, dict(tags or {})).parse(text)
 
@@ -194,8 +188,9 @@ def openai_tools(tools: Iterable[ToolSpec]) -> list[dict[str, Any]]:
     return [{"type": "function", "function": spec.to_dict()} for spec in tools]
 
 
-def render_tools_prompt(tools: Mapping[str, ToolSpec], tags: TagGrammar | None = None,
-                        preamble: str | None = None) -> str:
+def render_tools_prompt(
+    tools: Mapping[str, ToolSpec], tags: TagGrammar | None = None, preamble: str | None = None
+) -> str:
     """A system prompt listing the tools Hermes-style, for models without native tool calling."""
     listing = "\n".join(json.dumps(entry, ensure_ascii=False) for entry in openai_tools(tools.values()))
     parts = [preamble.rstrip()] if preamble else []
@@ -208,8 +203,9 @@ def render_tools_prompt(tools: Mapping[str, ToolSpec], tags: TagGrammar | None =
         '<tool_call>\n{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call>',
     ]
     if tags:
-        lines = [f"  {_tag_example(tag, arg)}  calls {tag}" + (f"({arg}=...)" if arg else "()")
-                 for tag, arg in tags.items()]
+        lines = [
+            f"  {_tag_example(tag, arg)}  calls {tag}" + (f"({arg}=...)" if arg else "()") for tag, arg in tags.items()
+        ]
         parts.append("You may also write these calls as tags:\n" + "\n".join(lines))
     return "\n\n".join(parts)
 

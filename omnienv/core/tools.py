@@ -153,9 +153,7 @@ def _build_spec(cls: type, tool_name: str, func: Callable[..., Any], docstring: 
         if position == 0:
             continue  # self
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD, param.POSITIONAL_ONLY):
-            raise EnvironmentDefinitionError(
-                f"tool {where}: parameter '{param.name}' must be a plain named parameter"
-            )
+            raise EnvironmentDefinitionError(f"tool {where}: parameter '{param.name}' must be a plain named parameter")
         if param.name not in hints:
             raise EnvironmentDefinitionError(
                 f"tool {where}: parameter '{param.name}' needs a type hint, e.g. '{param.name}: str'"

@@ -43,9 +43,7 @@ def resolve_env(env: EnvLike) -> Environment | AsyncEnvironment:
     if isinstance(env, type):
         env = env()
     if not isinstance(env, Environment | AsyncEnvironment):
-        raise TypeError(
-            f"expected an omnienv Environment, its class or its registered name, got {type(env).__name__}"
-        )
+        raise TypeError(f"expected an omnienv Environment, its class or its registered name, got {type(env).__name__}")
     return env
 
 

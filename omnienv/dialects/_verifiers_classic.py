@@ -36,8 +36,9 @@ __all__ = ["OmniToolEnv", "load_environment"]
 HIDDEN = "omnienv_state"
 
 
-def load_environment(env: str = "wordle", split: str | None = None, seed: int = 0,
-                     num_examples: int = -1, **kwargs: Any) -> OmniToolEnv:
+def load_environment(
+    env: str = "wordle", split: str | None = None, seed: int = 0, num_examples: int = -1, **kwargs: Any
+) -> OmniToolEnv:
     """The verifiers environment for omnienv environment ``env`` (a name or ``module:Class``)."""
     return OmniToolEnv(env, split=split, seed=seed, num_examples=num_examples, **kwargs)
 
@@ -45,8 +46,16 @@ def load_environment(env: str = "wordle", split: str | None = None, seed: int = 
 class OmniToolEnv(vf.StatefulToolEnv):
     """An omnienv environment as a verifiers ``StatefulToolEnv``, one instance per rollout."""
 
-    def __init__(self, env: str, *, split: str | None = None, seed: int = 0, num_examples: int = -1,
-                 episodes: int = 100, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        env: str,
+        *,
+        split: str | None = None,
+        seed: int = 0,
+        num_examples: int = -1,
+        episodes: int = 100,
+        **kwargs: Any,
+    ) -> None:
         cls = load_omnienv(env)
         self.omnienv_name = env
         self.omnienv_class = cls
@@ -56,8 +65,12 @@ class OmniToolEnv(vf.StatefulToolEnv):
         if num_examples > 0:
             task_ids = task_ids[:num_examples]
         rows = [
-            {"question": prompt_text(cls, task_id, seed + i), "answer": "",
-             "info": {"task_id": task_id or "", "seed": seed + i}, "task": cls.name}
+            {
+                "question": prompt_text(cls, task_id, seed + i),
+                "answer": "",
+                "info": {"task_id": task_id or "", "seed": seed + i},
+                "task": cls.name,
+            }
             for i, task_id in enumerate(task_ids)
         ]
         rubric = vf.Rubric(funcs=[episode_reward], weights=[1.0])
@@ -94,12 +107,10 @@ class OmniToolEnv(vf.StatefulToolEnv):
         info = state.get("info") or {}
         await env.reset(info.get("task_id") or None, info.get("seed"))
         self._episodes[state["trajectory_id"]] = env
-        state["omnienv"] = {"reward": 0.0, "steps": 0, "done": False, "truncated": False, "rubric": {},
-                            "failure": None}
+        state["omnienv"] = {"reward": 0.0, "steps": 0, "done": False, "truncated": False, "rubric": {}, "failure": None}
         return await super().setup_state(state, **kwargs)
 
-    def update_tool_args(self, tool_name: str, tool_args: dict, messages: Any, state: Any,
-                         **kwargs: Any) -> dict:
+    def update_tool_args(self, tool_name: str, tool_args: dict, messages: Any, state: Any, **kwargs: Any) -> dict:
         return {**tool_args, HIDDEN: state}
 
     async def _step(self, state: Any, call: ToolCall) -> str:
@@ -155,6 +166,7 @@ def _rubric_parts(cls: type[EnvironmentBase]) -> list[Any]:
         return []
     metrics = []
     for name, _, _ in cls.rubric.functions:
+
         async def part(state: Any, _name: str = name, **kwargs: Any) -> float:
             return float((state.get("omnienv") or {}).get("rubric", {}).get(_name, 0.0))
 

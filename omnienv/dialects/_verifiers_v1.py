@@ -196,8 +196,14 @@ class OmniTaskset(vf.Taskset[OmniTask, OmniTasksetConfig]):
         for i, task_id in enumerate(task_ids):
             seed = config.seed + i
             yield OmniTask(
-                OmniTaskData(id=task_id, name=f"{cls.name}/{task_id or seed}", prompt=prompt_text(cls, task_id, seed),
-                             env=config.env, task_id=task_id, seed=seed),
+                OmniTaskData(
+                    id=task_id,
+                    name=f"{cls.name}/{task_id or seed}",
+                    prompt=prompt_text(cls, task_id, seed),
+                    env=config.env,
+                    task_id=task_id,
+                    seed=seed,
+                ),
                 config.task,
             )
 

@@ -28,9 +28,7 @@ from typing import Any
 try:
     import gem
 except ImportError as exc:  # the framework is an optional extra
-    raise ImportError(
-        f"{__name__} needs gem-llm (Python <= 3.12): pip install 'omnienv[gem]'"
-    ) from exc
+    raise ImportError(f"{__name__} needs gem-llm (Python <= 3.12): pip install 'omnienv[gem]'") from exc
 
 from omnienv.core.sampling import sample_arguments
 from omnienv.core.text_actions import TagGrammar
@@ -42,14 +40,28 @@ __all__ = ["GemEnv", "register"]
 class GemEnv(gem.Env):
     """An omnienv environment behind GEM's string-action Gymnasium-style interface."""
 
-    def __init__(self, env: EnvLike = "wordle", *, task: str | None = None, seed: int | None = None,
-                 max_turns: int | None = None, text_actions: TagGrammar | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        env: EnvLike = "wordle",
+        *,
+        task: str | None = None,
+        seed: int | None = None,
+        max_turns: int | None = None,
+        text_actions: TagGrammar | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__()
         if kwargs:
-            raise TypeError(f"GemEnv got unknown keyword arguments: {', '.join(kwargs)}; "
-                            "expected env, task, seed, max_turns, text_actions")
-        self._config = {"env": env if isinstance(env, str | type) else type(env), "task": task,
-                        "max_turns": max_turns, "text_actions": text_actions}
+            raise TypeError(
+                f"GemEnv got unknown keyword arguments: {', '.join(kwargs)}; "
+                "expected env, task, seed, max_turns, text_actions"
+            )
+        self._config = {
+            "env": env if isinstance(env, str | type) else type(env),
+            "task": task,
+            "max_turns": max_turns,
+            "text_actions": text_actions,
+        }
         self.session = TextSession(env, tags=text_actions, max_turns=max_turns)
         self.task = task
         self.seed = seed
@@ -66,8 +78,11 @@ class GemEnv(gem.Env):
         prompt = self.session.reset(self.task, episode_seed)
         env = self.session.env
         observation = f"{self.session.instructions}\n\n{prompt}"
-        return observation, {"suffix": self.session.actions.format_hint(), "episode_seed": episode_seed,
-                             "task_id": env.task.id if env.task else None}
+        return observation, {
+            "suffix": self.session.actions.format_hint(),
+            "episode_seed": episode_seed,
+            "task_id": env.task.id if env.task else None,
+        }
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         turn = self.session.step(action)

@@ -31,9 +31,7 @@ try:
     import gymnasium
     from gymnasium import spaces
 except ImportError as exc:  # the framework is an optional extra
-    raise ImportError(
-        f"{__name__} needs gymnasium: pip install 'omnienv[gymnasium]'"
-    ) from exc
+    raise ImportError(f"{__name__} needs gymnasium: pip install 'omnienv[gymnasium]'") from exc
 
 from omnienv.core import ToolCall
 from omnienv.core.text_actions import TagGrammar, TextTurn, openai_tools
@@ -41,7 +39,7 @@ from omnienv.dialects._text import EnvLike, TextSession
 
 __all__ = ["AnyText", "GymnasiumEnv", "register"]
 
-_SAMPLE_CHARSET = string.ascii_letters + string.digits + " <>/{}\":,_-."
+_SAMPLE_CHARSET = string.ascii_letters + string.digits + ' <>/{}":,_-.'
 
 
 class AnyText(spaces.Text):
@@ -65,8 +63,15 @@ class GymnasiumEnv(gymnasium.Env[str, str]):
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "human"], "render_fps": 4}
 
-    def __init__(self, env: EnvLike, *, render_mode: str | None = None, tags: TagGrammar | None = None,
-                 max_turns: int | None = None, max_text_length: int = 1 << 16) -> None:
+    def __init__(
+        self,
+        env: EnvLike,
+        *,
+        render_mode: str | None = None,
+        tags: TagGrammar | None = None,
+        max_turns: int | None = None,
+        max_text_length: int = 1 << 16,
+    ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
         self.session = TextSession(env, tags=tags, max_turns=max_turns)
@@ -78,8 +83,7 @@ class GymnasiumEnv(gymnasium.Env[str, str]):
     def __repr__(self) -> str:
         return f"GymnasiumEnv({self.session.env.name!r})"
 
-    def reset(self, *, seed: int | None = None,
-              options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         super().reset(seed=seed)
         episode_seed = int(self.np_random.integers(2**31))
         task = (options or {}).get("task")

@@ -75,8 +75,11 @@ def _play(env_class: type[EnvironmentBase], max_turns: int) -> Any:
                 for call in calls:
                     result = await env.step(ToolCall(call.function, call.arguments, call.id))
                     outcome["reward"] += result.reward
-                    state.messages.append(ChatMessageTool(content=_content(result.observation),
-                                                          tool_call_id=call.id, function=call.function))
+                    state.messages.append(
+                        ChatMessageTool(
+                            content=_content(result.observation), tool_call_id=call.id, function=call.function
+                        )
+                    )
                     if result.failure is not None:
                         outcome["failure"] = result.failure.to_dict()
                     if result.finished:

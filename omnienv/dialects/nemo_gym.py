@@ -144,7 +144,8 @@ def _block_output(blocks: Sequence[Block], is_error: bool) -> dict[str, Any]:
     out: dict[str, Any] = {"output": "\n".join(texts)}
     images = [
         {"data": base64.b64encode(block.data).decode("ascii"), "mime_type": block.mime_type}
-        for block in blocks if isinstance(block, ImageBlock)
+        for block in blocks
+        if isinstance(block, ImageBlock)
     ]
     if images:
         out["images"] = images
@@ -215,7 +216,6 @@ class NemoGymRouter:
     def forget(self, sid: str) -> None:
         self.rollouts.pop(sid, None)
 
-
     # -- the base routes ----------------------------------------------------------------------
 
     async def seed_session(self, request: Request) -> Response:
@@ -268,17 +268,19 @@ class NemoGymRouter:
             if not isinstance(body.get(key), dict):
                 raise MessageValidationError(
                     f"'{key}' must be a JSON object: /verify takes the dataset row plus "
-                    "{\"response\": <the final Responses API object>}"
+                    '{"response": <the final Responses API object>}'
                 )
         rollout.session.last_active = time.monotonic()
         failure = rollout.failure
-        return _json({
-            **body,
-            "reward": 0.0 if failure else rollout.reward,
-            "mask_sample": failure is not None,
-            "failure_kind": f"omnienv:{failure.kind}" if failure else None,
-            "failure_reason": failure.message if failure else None,
-        })
+        return _json(
+            {
+                **body,
+                "reward": 0.0 if failure else rollout.reward,
+                "mask_sample": failure is not None,
+                "failure_kind": f"omnienv:{failure.kind}" if failure else None,
+                "failure_reason": failure.message if failure else None,
+            }
+        )
 
     async def close_session(self, request: Request) -> Response:
         """Idempotent: closing a session that is already gone (or never was) succeeds."""
@@ -331,9 +333,7 @@ def _taken(routes: Iterable[BaseRoute]) -> set[str]:
     return {path for route in routes if isinstance(path := getattr(route, "path", None), str)}
 
 
-def nemo_routes(
-    manager: SessionManager, taken: Iterable[BaseRoute] = (), secret: str | None = None
-) -> list[BaseRoute]:
+def nemo_routes(manager: SessionManager, taken: Iterable[BaseRoute] = (), secret: str | None = None) -> list[BaseRoute]:
     """NeMo Gym's routes at the root (those not already ``taken``) and all of them under ``/nemo_gym``."""
     routes = NemoGymRouter(manager, secret).routes()
     used = _taken(taken)
@@ -384,8 +384,13 @@ def aggregate(responses: Sequence[dict[str, Any]]) -> dict[str, Any]:
 def nemo_gym_tools(env_class: type[EnvironmentBase]) -> list[dict[str, Any]]:
     """The tools as Responses-API function tools (``responses_create_params.tools``)."""
     return [
-        {"type": "function", "name": spec.name, "description": spec.description,
-         "parameters": spec.parameters, "strict": False}
+        {
+            "type": "function",
+            "name": spec.name,
+            "description": spec.description,
+            "parameters": spec.parameters,
+            "strict": False,
+        }
         for spec in env_class.tools.values()
     ]
 
@@ -429,9 +434,7 @@ def _prompts(env_class: type[EnvironmentBase], tasks: Sequence[Task]) -> list[Se
         return pool.submit(asyncio.run, collect()).result()
 
 
-def nemo_gym_rows(
-    env_class: type[EnvironmentBase], split: str, limit: int | None = None
-) -> Iterator[dict[str, Any]]:
+def nemo_gym_rows(env_class: type[EnvironmentBase], split: str, limit: int | None = None) -> Iterator[dict[str, Any]]:
     """One NeMo Gym dataset row per task of ``split``: the prompt, the tools and the task id.
 
     The prompt is what ``reset`` shows for that task. Rows never carry the answer:

@@ -156,10 +156,14 @@ class OrsRouter:
             {"name": spec.name, "description": spec.description, "input_schema": spec.parameters}
             for spec in self.env_class.tools.values()
         ]
-        self.tools_body = encode({
-            "tools": tools, "terminal_tool": None, "supports_score_group": False,
-            "message_block_types": None,
-        })
+        self.tools_body = encode(
+            {
+                "tools": tools,
+                "terminal_tool": None,
+                "supports_score_group": False,
+                "message_block_types": None,
+            }
+        )
 
     # -- request helpers ----------------------------------------------------------------------
 
@@ -217,7 +221,6 @@ class OrsRouter:
         if name is not None and name != self.name:
             raise TaskError(f"this server serves environment '{self.name}', not {name!r}")
 
-
     # -- discovery ----------------------------------------------------------------------------
 
     async def list_environments(self, request: Request) -> Response:
@@ -240,8 +243,9 @@ class OrsRouter:
         listing = self.listings.get(split) if isinstance(split, str) else None
         if listing is None:  # tasks never change: encode each split's listing once
             tasks = self.tasks(split)
-            listing = self.listings[split] = encode({"tasks": [task.to_dict() for task in tasks],
-                                                     "env_name": self.name})
+            listing = self.listings[split] = encode(
+                {"tasks": [task.to_dict() for task in tasks], "env_name": self.name}
+            )
         return Response(listing, media_type="application/json")
 
     async def num_tasks(self, request: Request) -> Response:
@@ -295,7 +299,7 @@ class OrsRouter:
         if "split" in body or "index" in body:
             return self.task_at(body.get("split"), body.get("index"))
         if self.env_class.splits:
-            raise MessageValidationError("send {\"task_spec\": {...}} or {\"split\": ..., \"index\": ...}")
+            raise MessageValidationError('send {"task_spec": {...}} or {"split": ..., "index": ...}')
         return None  # an environment without tasks
 
     async def create(self, request: Request) -> Response:
@@ -365,9 +369,7 @@ class OrsRouter:
 
             return _sse(replayed())
         if not isinstance(name, str) or not name:
-            raise MessageValidationError(
-                "'name' must be the name of a tool, e.g. {\"name\": \"guess\", \"input\": {...}}"
-            )
+            raise MessageValidationError('\'name\' must be the name of a tool, e.g. {"name": "guess", "input": {...}}')
         if arguments is None:
             arguments = {}
         call_id = task_id or str(uuid.uuid4())
@@ -389,14 +391,14 @@ class OrsRouter:
     async def call_reply(self, ors: OrsSession, name: str, arguments: Any) -> bytes:
         """The ``end`` event's JSON: a tool output, or ``ok: false`` with ORS's reason."""
         if ors.finished:
-            return _refusal(f"'{name}' was not run: the episode has finished; open a new session",
-                            "episode_finished")
+            return _refusal(f"'{name}' was not run: the episode has finished; open a new session", "episode_finished")
         spec = self.env_class.tools.get(name)
         if spec is None:
             return _refusal(unknown_tool(name, self.env_class.tools).message, "not_found")
         if not isinstance(arguments, dict):
-            return _refusal(f"'input' of tool '{name}' must be a JSON object, got {type(arguments).__name__}",
-                            "bad_input_shape")
+            return _refusal(
+                f"'input' of tool '{name}' must be a JSON object, got {type(arguments).__name__}", "bad_input_shape"
+            )
         try:
             spec.validate(arguments)
         except InvalidArgumentsError as exc:
@@ -416,16 +418,26 @@ class OrsRouter:
         except Exception as exc:
             raise _StreamError(unexpected(exc).message) from exc
         ors.finished = result.finished
-        metadata: dict[str, Any] = {"done": result.done, "truncated": result.truncated,
-                                    "is_error": result.observation.is_error}
+        metadata: dict[str, Any] = {
+            "done": result.done,
+            "truncated": result.truncated,
+            "is_error": result.observation.is_error,
+        }
         if result.info:
             metadata["info"] = result.info
         if result.failure is not None:
             metadata["failure"] = result.failure.to_dict()
-        return encode({"ok": True, "output": {
-            "blocks": ors_blocks(result.observation.content), "metadata": metadata,
-            "reward": result.reward, "finished": result.finished,
-        }})
+        return encode(
+            {
+                "ok": True,
+                "output": {
+                    "blocks": ors_blocks(result.observation.content),
+                    "metadata": metadata,
+                    "reward": result.reward,
+                    "finished": result.finished,
+                },
+            }
+        )
 
     # -- routes -------------------------------------------------------------------------------
 

@@ -29,9 +29,7 @@ try:
     import skyrl_gym
     from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput
 except ImportError as exc:  # the framework is an optional extra
-    raise ImportError(
-        f"{__name__} needs skyrl-gym: pip install 'omnienv[skyrl]'"
-    ) from exc
+    raise ImportError(f"{__name__} needs skyrl-gym: pip install 'omnienv[skyrl]'") from exc
 
 from omnienv.core import load_environment
 from omnienv.dialects._text import EnvLike, TextSession
@@ -42,8 +40,13 @@ __all__ = ["SkyRLTextEnv", "dataset_rows", "register"]
 class SkyRLTextEnv(BaseTextEnv):
     """An omnienv environment behind SkyRL's text-in, text-out interface; one per trajectory."""
 
-    def __init__(self, env_config: Mapping[str, Any] | None = None, extras: Mapping[str, Any] | None = None,
-                 *, env: EnvLike | None = None) -> None:
+    def __init__(
+        self,
+        env_config: Mapping[str, Any] | None = None,
+        extras: Mapping[str, Any] | None = None,
+        *,
+        env: EnvLike | None = None,
+    ) -> None:
         super().__init__()
         config = dict(env_config or {})
         extras = dict(extras or {})
@@ -92,8 +95,11 @@ class SkyRLTextEnv(BaseTextEnv):
         )
 
     def get_metrics(self) -> dict[str, Any]:
-        metrics: dict[str, Any] = {"turns": self.turns, "episode_reward": self._reward,
-                                   "failure": 1.0 if self._failure else 0.0}
+        metrics: dict[str, Any] = {
+            "turns": self.turns,
+            "episode_reward": self._reward,
+            "failure": 1.0 if self._failure else 0.0,
+        }
         metrics.update({f"rubric/{name}": value for name, value in self._info.get("rubric", {}).items()})
         return metrics
 
@@ -112,8 +118,9 @@ def register(name: str, env_id: str | None = None) -> str:
     return env_id
 
 
-def dataset_rows(name: str, split: str, env_id: str | None = None, *, seed: int = 0,
-                 max_turns: int | None = None) -> list[dict[str, Any]]:
+def dataset_rows(
+    name: str, split: str, env_id: str | None = None, *, seed: int = 0, max_turns: int | None = None
+) -> list[dict[str, Any]]:
     """SkyRL dataset rows for every task of ``split``: prompt, ``env_class`` and ``extra_info``."""
     cls = load_environment(name)
     rows = []
@@ -124,12 +131,14 @@ def dataset_rows(name: str, split: str, env_id: str | None = None, *, seed: int 
             instructions = session.instructions
         finally:
             session.close()
-        rows.append({
-            "data_source": f"omnienv/{cls.name}",
-            "prompt": [{"role": "system", "content": instructions}, {"role": "user", "content": prompt}],
-            "env_class": env_id or f"omnienv-{name}",
-            "reward_spec": {"method": "env", "ground_truth": None},
-            "extra_info": {"task_id": task.id, "seed": seed + i},
-            **({"max_turns": max_turns} if max_turns is not None else {}),
-        })
+        rows.append(
+            {
+                "data_source": f"omnienv/{cls.name}",
+                "prompt": [{"role": "system", "content": instructions}, {"role": "user", "content": prompt}],
+                "env_class": env_id or f"omnienv-{name}",
+                "reward_spec": {"method": "env", "ground_truth": None},
+                "extra_info": {"task_id": task.id, "seed": seed + i},
+                **({"max_turns": max_turns} if max_turns is not None else {}),
+            }
+        )
     return rows

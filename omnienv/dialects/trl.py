@@ -50,8 +50,15 @@ __all__ = ["TRLEnvironment", "dataset", "environment_factory"]
 
 logger = logging.getLogger("omnienv.trl")
 _URL = re.compile(r"^(https?|wss?)://")
-_JSON_TYPES: dict[Any, Any] = {"string": str, "integer": int, "number": float, "boolean": bool,
-                               "array": list, "object": dict, "null": type(None)}
+_JSON_TYPES: dict[Any, Any] = {
+    "string": str,
+    "integer": int,
+    "number": float,
+    "boolean": bool,
+    "array": list,
+    "object": dict,
+    "null": type(None),
+}
 _UNION = type(int | None)
 _VOID = "The environment failed; this episode is void and will not be scored."
 _OVER = "The episode is over; no more actions are taken."
@@ -123,8 +130,13 @@ class TRLEnvironment:
         return _content(result.observation)
 
     def _fail(self, where: str, exc: BaseException) -> str:
-        logger.warning("%s: %s failed; the episode is masked: %s", type(self).__name__, where, exc,
-                       exc_info=None if isinstance(exc, OmniEnvError) else exc)  # a traceback for crashes only
+        logger.warning(
+            "%s: %s failed; the episode is masked: %s",
+            type(self).__name__,
+            where,
+            exc,
+            exc_info=None if isinstance(exc, OmniEnvError) else exc,
+        )  # a traceback for crashes only
         kind = str(getattr(exc, "code", "env_error")).lower()
         self._failure, self._over = Failure(kind, f"{where} raised {type(exc).__name__}: {exc}"), True
         return _VOID
@@ -153,8 +165,9 @@ class _Blocking:
         self.loop.close()
 
 
-def environment_factory(env: str | type[EnvironmentBase], *, name: str | None = None,
-                        options: Mapping[str, Any] | None = None) -> type[TRLEnvironment]:
+def environment_factory(
+    env: str | type[EnvironmentBase], *, name: str | None = None, options: Mapping[str, Any] | None = None
+) -> type[TRLEnvironment]:
     """A class for ``GRPOTrainer(environment_factory=...)`` whose public methods are ``env``'s tools.
 
     Args:
@@ -175,36 +188,51 @@ def environment_factory(env: str | type[EnvironmentBase], *, name: str | None = 
     else:
         cls = load_environment(env) if isinstance(env, str) else env
         if not (isinstance(cls, type) and issubclass(cls, EnvironmentBase)):
-            raise TypeError(f"environment_factory takes an environment class, its registered name or a server "
-                            f"URL, got {type(env).__name__}: TRL needs a fresh instance per rollout")
+            raise TypeError(
+                f"environment_factory takes an environment class, its registered name or a server "
+                f"URL, got {type(env).__name__}: TRL needs a fresh instance per rollout"
+            )
         tools, env_name = [(t, t.function) for t in cls.tools.values()], cls.name
         opener = (lambda: _Blocking(cls(**kwargs))) if issubclass(cls, AsyncEnvironment) else lambda: cls(**kwargs)
     namespace: dict[str, Any] = {"_open": staticmethod(opener), "__module__": __name__}
     for spec, function in tools:
-        if not spec.name.isidentifier() or keyword.iskeyword(spec.name) or spec.name.startswith("_") \
-                or hasattr(TRLEnvironment, spec.name):
+        if (
+            not spec.name.isidentifier()
+            or keyword.iskeyword(spec.name)
+            or spec.name.startswith("_")
+            or hasattr(TRLEnvironment, spec.name)
+        ):
             raise EnvironmentDefinitionError(
                 f"tool '{spec.name}' of {env_name} cannot be a TRL method: TRL needs public Python names and "
-                "reserves reset, get_reward and failure; rename the tool with @tool(name=...)")
+                "reserves reset, get_reward and failure; rename the tool with @tool(name=...)"
+            )
         namespace[spec.name] = _tool_method(spec.name, spec.description, spec.parameters, function)
     return type(name or _class_name(env_name), (TRLEnvironment,), namespace)
 
 
-def _tool_method(tool: str, description: str, schema: Mapping[str, Any],
-                 function: Callable[..., Any] | None) -> Callable[..., Any]:
+def _tool_method(
+    tool: str, description: str, schema: Mapping[str, Any], function: Callable[..., Any] | None
+) -> Callable[..., Any]:
     """A real method with the tool's signature and an ``Args:`` docstring, as TRL's schema reader wants."""
     properties: Mapping[str, Any] = schema.get("properties") or {}
     if function is not None:  # in-process: the author's own hints, wherever they read as JSON
         hints = typing.get_type_hints(function)
-        params = [p.replace(annotation=hints[p.name] if _plain(hints[p.name]) else _hint(properties.get(p.name, {})))
-                  for p in list(inspect.signature(function).parameters.values())[1:]]
+        params = [
+            p.replace(annotation=hints[p.name] if _plain(hints[p.name]) else _hint(properties.get(p.name, {})))
+            for p in list(inspect.signature(function).parameters.values())[1:]
+        ]
     else:
         required = set(schema.get("required") or ())
-        params = [inspect.Parameter(key, inspect.Parameter.KEYWORD_ONLY, annotation=_hint(prop),
-                                    default=inspect.Parameter.empty if key in required else prop.get("default"))
-                  for key, prop in properties.items()]
-    lines = [" ".join(str(properties.get(p.name, {}).get("description") or f"The {p.name}.").split())
-             for p in params]
+        params = [
+            inspect.Parameter(
+                key,
+                inspect.Parameter.KEYWORD_ONLY,
+                annotation=_hint(prop),
+                default=inspect.Parameter.empty if key in required else prop.get("default"),
+            )
+            for key, prop in properties.items()
+        ]
+    lines = [" ".join(str(properties.get(p.name, {}).get("description") or f"The {p.name}.").split()) for p in params]
 
     def method(self: TRLEnvironment, *positional: Any, **arguments: Any) -> Any:
         if len(positional) > len(params):
@@ -226,8 +254,10 @@ def _plain(hint: Any) -> bool:
     if hint in (Any, type(None)) or (isinstance(hint, type) and issubclass(hint, str | int | float | Enum)):
         return True
     origin = typing.get_origin(hint)
-    return origin is Literal or (origin in (list, tuple, dict, typing.Union, _UNION)
-                                 and all(arg is ... or _plain(arg) for arg in typing.get_args(hint)))
+    return origin is Literal or (
+        origin in (list, tuple, dict, typing.Union, _UNION)
+        and all(arg is ... or _plain(arg) for arg in typing.get_args(hint))
+    )
 
 
 def _hint(prop: Mapping[str, Any]) -> Any:
@@ -238,8 +268,8 @@ def _hint(prop: Mapping[str, Any]) -> Any:
         return dict  # a structured object: TRL's hints have no finer shape for it
     options, kind = prop.get("anyOf") or prop.get("oneOf"), prop.get("type")
     if options or isinstance(kind, list):
-        return typing.Union[tuple(_hint(o) for o in options) if options  # noqa: UP007
-                            else tuple(_JSON_TYPES.get(k, Any) for k in kind)]
+        members = tuple(_hint(o) for o in options) if options else tuple(_JSON_TYPES.get(k, Any) for k in kind)
+        return typing.Union[members]  # noqa: UP007
     if kind == "array" and isinstance(prop.get("items"), dict):
         return list[_hint(prop["items"])]  # type: ignore[misc]
     return _JSON_TYPES.get(kind, Any)
@@ -256,8 +286,12 @@ def _content(observation: Observation) -> str | list[dict[str, Any]]:
         return observation.text
     from PIL import Image
 
-    return [{"type": "image", "image": Image.open(BytesIO(block.data))} if isinstance(block, ImageBlock)
-            else {"type": "text", "text": block.text} for block in observation.content]
+    return [
+        {"type": "image", "image": Image.open(BytesIO(block.data))}
+        if isinstance(block, ImageBlock)
+        else {"type": "text", "text": block.text}
+        for block in observation.content
+    ]
 
 
 def dataset(env: str | type[EnvironmentBase], split: str = "train", *, limit: int | None = None) -> Any:

@@ -28,6 +28,6 @@ def decode(raw: str | bytes, limit: int = DEFAULT_MAX_MESSAGE_BYTES) -> dict[str
         raise InvalidJSONError(f"Invalid JSON: {exc}") from None
     if not isinstance(value, dict):
         raise MessageValidationError(
-            f"a message must be a JSON object like {{\"type\": \"step\", ...}}, got {type(value).__name__}"
+            f'a message must be a JSON object like {{"type": "step", ...}}, got {type(value).__name__}'
         )
     return value

@@ -64,8 +64,9 @@ def parse_rpc(raw: bytes | str | dict[str, Any]) -> RpcRequest:
         except orjson.JSONDecodeError:
             raise RpcError(PARSE_ERROR, "Parse error") from None
     if not isinstance(body, dict) or body.get("jsonrpc") != "2.0" or not isinstance(body.get("method"), str):
-        raise RpcError(INVALID_REQUEST, "Invalid request: expected {\"jsonrpc\": \"2.0\", \"method\": ..., "
-                       "\"params\": {...}, \"id\": ...}")
+        raise RpcError(
+            INVALID_REQUEST, 'Invalid request: expected {"jsonrpc": "2.0", "method": ..., "params": {...}, "id": ...}'
+        )
     params = body.get("params")
     if params is None:
         params = {}
@@ -79,8 +80,11 @@ def success(result: Any, request_id: Any) -> dict[str, Any]:
 
 
 def error_response(error: RpcError, request_id: Any = None) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": request_id,
-            "error": {"code": error.code, "message": error.message, "data": error.data}}
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "error": {"code": error.code, "message": error.message, "data": error.data},
+    }
 
 
 def rpc_error_for(exc: OmniEnvError) -> RpcError:

@@ -124,8 +124,8 @@ def parse_action(data: Mapping[str, Any]) -> ToolCall | ListTools:
         name = data.get("name")
     else:
         raise MessageValidationError(
-            f"unknown action {kind!r}: send {{\"type\": \"call_tool\", \"tool_name\": ..., "
-            "\"arguments\": {...}} or {\"type\": \"list_tools\"}"
+            f'unknown action {kind!r}: send {{"type": "call_tool", "tool_name": ..., '
+            '"arguments": {...}} or {"type": "list_tools"}'
         )
     if not isinstance(name, str) or not name:
         raise MessageValidationError("'tool_name' must be a non-empty string naming the tool to call")
@@ -180,8 +180,7 @@ def _mcp_block(block: Block) -> dict[str, Any]:
     if isinstance(block, TextBlock):
         return {"type": "text", "text": block.text, "annotations": None, "meta": None}
     out = block.to_dict()
-    return {"type": "image", "data": out["data"], "mimeType": block.mime_type, "annotations": None,
-            "meta": None}
+    return {"type": "image", "data": out["data"], "mimeType": block.mime_type, "annotations": None, "meta": None}
 
 
 _ERROR_TYPES = {"UNKNOWN_TOOL": "tool_not_found", "INVALID_ARGUMENTS": "invalid_args"}
@@ -229,12 +228,8 @@ def step_reply(tool_name: str, result: StepResult) -> dict[str, Any]:
 
 def tools_reply(env_name: str, tools: Iterable[Any]) -> dict[str, Any]:
     """The list-tools observation (OpenEnv spells the schema ``input_schema``)."""
-    listed = [
-        {"name": spec.name, "description": spec.description, "input_schema": spec.parameters}
-        for spec in tools
-    ]
-    return {"observation": {"metadata": {}, "tools": listed, "env_name": env_name}, "reward": None,
-            "done": False}
+    listed = [{"name": spec.name, "description": spec.description, "input_schema": spec.parameters} for spec in tools]
+    return {"observation": {"metadata": {}, "tools": listed, "env_name": env_name}, "reward": None, "done": False}
 
 
 def state_reply(state: State, failure: Failure | None = None) -> dict[str, Any]:

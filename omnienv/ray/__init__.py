@@ -16,5 +16,12 @@ from omnienv.ray.pool import EnvPool
 from omnienv.ray.remote import RemoteEnv, remote_env_factory
 
 __all__ = [
-    "EnvHost", "EnvPool", "Host", "HostPool", "RemoteEnv", "connect", "disconnect", "remote_env_factory",
+    "EnvHost",
+    "EnvPool",
+    "Host",
+    "HostPool",
+    "RemoteEnv",
+    "connect",
+    "disconnect",
+    "remote_env_factory",
 ]

@@ -36,9 +36,7 @@ class Host:
     """Coalesces this actor's calls per event-loop turn (set by :mod:`omnienv.ray.remote`)."""
 
 
-def actor_options(
-    env_class: type[EnvironmentBase], options: Mapping[str, Any] | None = None
-) -> dict[str, Any]:
+def actor_options(env_class: type[EnvironmentBase], options: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Resource requests for one host actor: ``num_cpus=1`` unless the environment class (a
     ``ray_options`` class attribute, e.g. ``{"num_cpus": 2, "memory": 2 << 30}`` for a desktop)
     or the caller says otherwise; the caller wins."""

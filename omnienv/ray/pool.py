@@ -98,9 +98,9 @@ class EnvPool:
         """Start an episode in each of ``envs`` (default: all), with its seed and task."""
         return self._gather([self._reset_batch(seeds, tasks, envs)])[0]
 
-    def step(self, calls: Sequence[ToolCall | None], *, envs: Sequence[int] | None = None) -> list[
-        Outcome[StepResult] | None
-    ]:
+    def step(
+        self, calls: Sequence[ToolCall | None], *, envs: Sequence[int] | None = None
+    ) -> list[Outcome[StepResult] | None]:
         """One tool call per environment of ``envs`` (default: all); None skips that one."""
         return self._gather([self._step_batch(calls, envs)])[0]
 
@@ -117,9 +117,9 @@ class EnvPool:
         """:meth:`reset` for code running on an event loop."""
         return await self._agather(self._reset_batch(seeds, tasks, envs))
 
-    async def astep(self, calls: Sequence[ToolCall | None], *, envs: Sequence[int] | None = None) -> list[
-        Outcome[StepResult] | None
-    ]:
+    async def astep(
+        self, calls: Sequence[ToolCall | None], *, envs: Sequence[int] | None = None
+    ) -> list[Outcome[StepResult] | None]:
         return await self._agather(self._step_batch(calls, envs))
 
     async def astate(self, envs: Sequence[int] | None = None) -> list[Outcome[State]]:
@@ -212,8 +212,11 @@ class EnvPool:
     # -- running them -------------------------------------------------------------------------
 
     def _gather(self, batches: list[tuple[str, _Batch]]) -> list[list[Any]]:
-        calls = [(batch, host, indices, getattr(host.actor, method).remote(items))
-                 for method, batch in batches for host, indices, items in batch.groups.values()]
+        calls = [
+            (batch, host, indices, getattr(host.actor, method).remote(items))
+            for method, batch in batches
+            for host, indices, items in batch.groups.values()
+        ]
         for batch, host, indices, ref in calls:
             self._fill(batch, host, indices, lambda ref=ref: ray.get(ref))
         return [batch.results for _, batch in batches]

@@ -80,8 +80,9 @@ class ChatPolicy:
         self.client = client or openai.AsyncOpenAI(
             base_url=base_url, api_key=api_key or "none", max_retries=max_retries, timeout=timeout_s
         )
-        tool_entries = [{"name": s.name, "description": s.description, "parameters": s.parameters}
-                        for s in tools.values()]
+        tool_entries = [
+            {"name": s.name, "description": s.description, "parameters": s.parameters} for s in tools.values()
+        ]
         self._chat_tools = [{"type": "function", "function": entry} for entry in tool_entries]
         self._response_tools = [{"type": "function", **entry} for entry in tool_entries]
         if mode == "text":
@@ -126,7 +127,7 @@ class ChatPolicy:
 
     def _add_results(self, conversation: _Conversation) -> None:
         """Append the observations of the calls made since the model last spoke."""
-        new_steps = conversation.episode.steps[conversation.answered:]
+        new_steps = conversation.episode.steps[conversation.answered :]
         conversation.answered = len(conversation.episode.steps)
         images: list[Block] = []
         for step in new_steps:
@@ -135,11 +136,9 @@ class ChatPolicy:
             if self.mode == "chat":
                 conversation.messages.append({"role": "tool", "tool_call_id": step.call.id, "content": text})
             elif self.mode == "responses":
-                conversation.messages.append(
-                    {"type": "function_call_output", "call_id": step.call.id, "output": text})
+                conversation.messages.append({"type": "function_call_output", "call_id": step.call.id, "output": text})
             else:
-                conversation.messages.append(
-                    {"role": "user", "content": f"<tool_response>\n{text}\n</tool_response>"})
+                conversation.messages.append({"role": "user", "content": f"<tool_response>\n{text}\n</tool_response>"})
         if images:
             conversation.messages.append({"role": "user", "content": self._user_content(images)})
 
@@ -163,7 +162,10 @@ class ChatPolicy:
     async def _ask_chat(self, conversation: _Conversation) -> list[ToolCall]:
         tools = {"tools": self._chat_tools} if self.mode == "chat" else {}
         response = await self.client.chat.completions.create(
-            model=self.model, messages=conversation.messages, **tools, **self._options()  # type: ignore[arg-type]
+            model=self.model,
+            messages=conversation.messages,
+            **tools,
+            **self._options(),  # type: ignore[arg-type]
         )
         _count(conversation.episode, response.usage, "prompt_tokens", "completion_tokens")
         message = response.choices[0].message
@@ -175,13 +177,14 @@ class ChatPolicy:
                 raise EndEpisode(f"the model wrote no usable tool call: {exc.message}") from None
         calls = [
             ToolCall(call.function.name, _arguments(call.function.arguments), call.id)
-            for call in message.tool_calls or () if call.type == "function"
+            for call in message.tool_calls or ()
+            if call.type == "function"
         ]
         entry: dict[str, Any] = {"role": "assistant", "content": message.content}
         if calls:
             entry["tool_calls"] = [
-                {"id": c.id, "type": "function",
-                 "function": {"name": c.name, "arguments": json.dumps(c.arguments)}} for c in calls
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}
+                for c in calls
             ]
         conversation.messages.append(entry)
         if not calls:
@@ -190,15 +193,18 @@ class ChatPolicy:
 
     async def _ask_responses(self, conversation: _Conversation) -> list[ToolCall]:
         response = await self.client.responses.create(
-            model=self.model, input=conversation.messages, tools=self._response_tools,  # type: ignore[arg-type]
+            model=self.model,
+            input=conversation.messages,
+            tools=self._response_tools,  # type: ignore[arg-type]
             **self._options(),
         )
         _count(conversation.episode, response.usage, "input_tokens", "output_tokens")
         calls = []
         for item in response.output:
             if item.type == "function_call":
-                conversation.messages.append({"type": "function_call", "call_id": item.call_id,
-                                              "name": item.name, "arguments": item.arguments})
+                conversation.messages.append(
+                    {"type": "function_call", "call_id": item.call_id, "name": item.name, "arguments": item.arguments}
+                )
                 calls.append(ToolCall(item.name, _arguments(item.arguments), item.call_id))
             elif item.type == "message":
                 text = "".join(getattr(part, "text", "") for part in item.content)

@@ -29,9 +29,7 @@ class EpisodePlan:
     seed: int | None
 
 
-async def arun_episode(
-    env: AsyncEnv, policy: Policy, plan: EpisodePlan, *, deadline_s: float | None = None
-) -> Episode:
+async def arun_episode(env: AsyncEnv, policy: Policy, plan: EpisodePlan, *, deadline_s: float | None = None) -> Episode:
     """Play one episode to its end (or failure) and return its record."""
     episode = Episode(env.name, plan.index, plan.task_id, plan.seed, policy.name)
     started = time.perf_counter()

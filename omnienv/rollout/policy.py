@@ -41,8 +41,9 @@ class RandomPolicy:
 
     name = "random"
 
-    def __init__(self, tools: Mapping[str, ToolSpec], seed: int | None = None,
-                 strings: Sequence[str] | None = None) -> None:
+    def __init__(
+        self, tools: Mapping[str, ToolSpec], seed: int | None = None, strings: Sequence[str] | None = None
+    ) -> None:
         self.tools = list(tools.values())
         self.rng = random.Random(seed)
         self.strings = strings

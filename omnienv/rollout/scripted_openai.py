@@ -83,20 +83,38 @@ def create_app(responder: Responder = wordle_responder, faults: Faults = Faults(
         calls = responder(body["messages"])
         usage = _usage(body["messages"], calls)
         if body.get("tools"):
-            tool_calls = [{"id": f"call_{uuid.uuid4().hex[:12]}", "type": "function",
-                           "function": {"name": name, "arguments": json.dumps(args)}} for name, args in calls]
-            message = {"role": "assistant", "content": None if calls else "I am done.",
-                       "tool_calls": tool_calls or None}
+            tool_calls = [
+                {
+                    "id": f"call_{uuid.uuid4().hex[:12]}",
+                    "type": "function",
+                    "function": {"name": name, "arguments": json.dumps(args)},
+                }
+                for name, args in calls
+            ]
+            message = {
+                "role": "assistant",
+                "content": None if calls else "I am done.",
+                "tool_calls": tool_calls or None,
+            }
         else:  # a text-mode client: write the calls the way Hermes-style models do
             text = "\n".join(f"<tool_call>{json.dumps({'name': n, 'arguments': a})}</tool_call>" for n, a in calls)
             message = {"role": "assistant", "content": text or "I am done."}
-        return JSONResponse({
-            "id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion", "created": int(time.time()),
-            "model": body.get("model", "scripted"),
-            "choices": [{"index": 0, "message": message,
-                         "finish_reason": "tool_calls" if calls and body.get("tools") else "stop"}],
-            "usage": {"prompt_tokens": usage[0], "completion_tokens": usage[1], "total_tokens": sum(usage)},
-        })
+        return JSONResponse(
+            {
+                "id": f"chatcmpl-{uuid.uuid4().hex}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": body.get("model", "scripted"),
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": message,
+                        "finish_reason": "tool_calls" if calls and body.get("tools") else "stop",
+                    }
+                ],
+                "usage": {"prompt_tokens": usage[0], "completion_tokens": usage[1], "total_tokens": sum(usage)},
+            }
+        )
 
     async def responses(request: Request) -> JSONResponse:
         body = await request.json()
@@ -104,27 +122,50 @@ def create_app(responder: Responder = wordle_responder, faults: Faults = Faults(
             return failed
         calls = responder(body["input"])
         usage = _usage(body["input"], calls)
-        output = [{"type": "function_call", "id": f"fc_{uuid.uuid4().hex[:12]}",
-                   "call_id": f"call_{uuid.uuid4().hex[:12]}", "name": name, "arguments": json.dumps(args),
-                   "status": "completed"} for name, args in calls]
-        return JSONResponse({
-            "id": f"resp_{uuid.uuid4().hex}", "object": "response", "created_at": int(time.time()),
-            "model": body.get("model", "scripted"), "status": "completed", "output": output,
-            "parallel_tool_calls": True, "tool_choice": "auto", "tools": body.get("tools", []),
-            "usage": {"input_tokens": usage[0], "output_tokens": usage[1], "total_tokens": sum(usage),
-                      "input_tokens_details": {"cached_tokens": 0},
-                      "output_tokens_details": {"reasoning_tokens": 0}},
-        })
+        output = [
+            {
+                "type": "function_call",
+                "id": f"fc_{uuid.uuid4().hex[:12]}",
+                "call_id": f"call_{uuid.uuid4().hex[:12]}",
+                "name": name,
+                "arguments": json.dumps(args),
+                "status": "completed",
+            }
+            for name, args in calls
+        ]
+        return JSONResponse(
+            {
+                "id": f"resp_{uuid.uuid4().hex}",
+                "object": "response",
+                "created_at": int(time.time()),
+                "model": body.get("model", "scripted"),
+                "status": "completed",
+                "output": output,
+                "parallel_tool_calls": True,
+                "tool_choice": "auto",
+                "tools": body.get("tools", []),
+                "usage": {
+                    "input_tokens": usage[0],
+                    "output_tokens": usage[1],
+                    "total_tokens": sum(usage),
+                    "input_tokens_details": {"cached_tokens": 0},
+                    "output_tokens_details": {"reasoning_tokens": 0},
+                },
+            }
+        )
 
     async def models(request: Request) -> JSONResponse:
-        return JSONResponse({"object": "list", "data": [{"id": "scripted", "object": "model", "created": 0,
-                                                        "owned_by": "omnienv"}]})
+        return JSONResponse(
+            {"object": "list", "data": [{"id": "scripted", "object": "model", "created": 0, "owned_by": "omnienv"}]}
+        )
 
-    return Starlette(routes=[
-        Route("/v1/chat/completions", chat, methods=["POST"]),
-        Route("/v1/responses", responses, methods=["POST"]),
-        Route("/v1/models", models),
-    ])
+    return Starlette(
+        routes=[
+            Route("/v1/chat/completions", chat, methods=["POST"]),
+            Route("/v1/responses", responses, methods=["POST"]),
+            Route("/v1/models", models),
+        ]
+    )
 
 
 def _usage(messages: list[dict[str, Any]], calls: Reply) -> tuple[int, int]:

@@ -47,7 +47,7 @@ class BoundedText:
             take = text[: self.limit - self.head_len]
             self.head.append(take)
             self.head_len += len(take)
-            text = text[len(take):]
+            text = text[len(take) :]
         if not text:
             return
         self.tail.append(text)
@@ -60,7 +60,7 @@ class BoundedText:
         tail = "".join(self.tail)
         if len(tail) > self.tail_limit:
             self.dropped += len(tail) - self.tail_limit
-            tail = tail[-self.tail_limit:]
+            tail = tail[-self.tail_limit :]
             self.tail = deque([tail])
             self.tail_len = len(tail)
         if not self.dropped:

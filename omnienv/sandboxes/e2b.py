@@ -62,22 +62,24 @@ class E2BSandbox:
             return CellOutput(error=CellError("TimeoutError", note, ""), notes=[note], timed_out=True)
         except Exception as exc:
             raise E2BError(f"E2B run_code failed: {exc}") from exc
-        output = CellOutput(self._text(execution.logs.stdout), self._text(execution.logs.stderr),
-                            execution_count=execution.execution_count)
+        output = CellOutput(
+            self._text(execution.logs.stdout),
+            self._text(execution.logs.stderr),
+            execution_count=execution.execution_count,
+        )
         for result in execution.results:
             if getattr(result, "png", None) and len(output.images) < self.limits.images:
                 output.images.append(base64.b64decode(result.png))
             elif getattr(result, "text", None):
                 output.results.append(result.text[: self.limits.result_chars])
         if execution.error is not None:
-            traceback = strip_ansi(execution.error.traceback or "")[-self.limits.traceback_chars:]
+            traceback = strip_ansi(execution.error.traceback or "")[-self.limits.traceback_chars :]
             output.error = CellError(execution.error.name, execution.error.value, traceback)
         return output
 
     async def run_shell(self, command: str, timeout: float = 30.0) -> CellOutput:
         try:
-            result = await self._sandbox.commands.run(
-                f"cd {shlex.quote(self.work_dir)} && {command}", timeout=timeout)
+            result = await self._sandbox.commands.run(f"cd {shlex.quote(self.work_dir)} && {command}", timeout=timeout)
         except Exception as exc:  # CommandExitException carries the output of a failed command
             if not hasattr(exc, "exit_code"):
                 raise E2BError(f"E2B command failed: {exc}") from exc

@@ -23,10 +23,25 @@ MAX_LENGTH = 32
 """Long enough for a descriptive name; short enough that generated lines stay within 110 columns."""
 _NAME = re.compile(r"^[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*$")
 _RESERVED = frozenset({"omnienv", "omnienv_verifiers", "test", "tests", "src", "setup", "conftest"})
-_TEMPLATE_NAMES = frozenset({
-    "Any", "BytesIO", "Canvas", "ClassVar", "CodeGame", "Colour", "Episode", "Iterator", "Limits", "Mapping",
-    "Path", "Problem", "RandomPolicy", "Run", "ScriptedPolicy",
-})
+_TEMPLATE_NAMES = frozenset(
+    {
+        "Any",
+        "BytesIO",
+        "Canvas",
+        "ClassVar",
+        "CodeGame",
+        "Colour",
+        "Episode",
+        "Iterator",
+        "Limits",
+        "Mapping",
+        "Path",
+        "Problem",
+        "RandomPolicy",
+        "Run",
+        "ScriptedPolicy",
+    }
+)
 """Names the generated modules define or import besides omnienv's own."""
 
 
@@ -63,8 +78,7 @@ def scaffold_names(name: str, taken: frozenset[str] = frozenset()) -> ScaffoldNa
         raise ScaffoldError(f"'{name}' is a Python keyword; pick another name, e.g. '{name}-env'")
     if package in sys.stdlib_module_names or package in _RESERVED or _importable(package):
         raise ScaffoldError(
-            f"a package named '{package}' would shadow the module of that name; pick another name, "
-            f"e.g. '{name}-env'"
+            f"a package named '{package}' would shadow the module of that name; pick another name, e.g. '{name}-env'"
         )
     if name in taken or package in taken:
         raise ScaffoldError(f"an environment named '{name}' already exists; pick another name")

@@ -27,13 +27,26 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--idle-timeout", type=float, default=600.0, help="seconds; 0 disables")
     parser.add_argument("--step-timeout", type=float, default=300.0, help="seconds; 0 disables")
     parser.add_argument("--log-level", default="warning")
-    parser.add_argument("--agent-only", action="store_true",
-                        help="tools over MCP only; episodes start at POST /operator/sessions (token printed)")
+    parser.add_argument(
+        "--agent-only",
+        action="store_true",
+        help="tools over MCP only; episodes start at POST /operator/sessions (token printed)",
+    )
     parser.add_argument("--operator-token", default=os.environ.get("OMNIENV_OPERATOR_TOKEN"))
-    parser.add_argument("--allow-host", action="append", default=[], metavar="NAME[:PORT]",
-                        help="also answer this Host (repeatable; '*': any); loopback and the bound host always are")
-    parser.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
-                        help="also let pages from this origin call the server (repeatable; '*': any)")
+    parser.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME[:PORT]",
+        help="also answer this Host (repeatable; '*': any); loopback and the bound host always are",
+    )
+    parser.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="also let pages from this origin call the server (repeatable; '*': any)",
+    )
     args = parser.parse_args(argv)
     token = (args.operator_token or secrets.token_urlsafe(24)) if args.agent_only else None
     try:
@@ -51,8 +64,12 @@ def main(argv: list[str] | None = None) -> None:
     if token is not None:
         print(f"agent-only: operator token {token}", file=sys.stderr, flush=True)
     if args.host.strip().lower() in WILDCARDS and not args.allow_host:
-        print(f"bound to {args.host}: only requests whose Host is a loopback name are answered; pass --allow-host "
-              "NAME for each name clients use to reach this machine", file=sys.stderr, flush=True)
+        print(
+            f"bound to {args.host}: only requests whose Host is a loopback name are answered; pass --allow-host "
+            "NAME for each name clients use to reach this machine",
+            file=sys.stderr,
+            flush=True,
+        )
     serve(create_app(load_environment(args.env), config), args.host, args.port, log_level=args.log_level)
 
 

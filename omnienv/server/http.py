@@ -106,10 +106,16 @@ async def read_json_object(request: HTTPRequest, limit: int) -> dict[str, Any]:
 def http_routes(manager: SessionManager, handler: Handler) -> list[Route]:
     env_class = manager.env_class
     limit = manager.config.max_message_bytes
-    metadata = encode({
-        "name": env_class.name, "description": env_class.description, "readme_content": None,
-        "version": "1.0.0", "author": None, "documentation_url": None,
-    })
+    metadata = encode(
+        {
+            "name": env_class.name,
+            "description": env_class.description,
+            "readme_content": None,
+            "version": "1.0.0",
+            "author": None,
+            "documentation_url": None,
+        }
+    )
     schemas = encode(schema(env_class))
     spec = encode(openapi(env_class))
     healthy = encode({"status": "healthy"})
@@ -134,9 +140,10 @@ def http_routes(manager: SessionManager, handler: Handler) -> list[Route]:
         except ValueError:
             raise MessageValidationError("'offset' and 'limit' must be integers") from None
         listed = env_class.tasks(split)
-        page = listed[max(offset, 0): max(offset, 0) + max(count, 0)]
-        return _json({"split": split, "total": len(listed), "offset": offset,
-                      "tasks": [task.to_dict() for task in page]})
+        page = listed[max(offset, 0) : max(offset, 0) + max(count, 0)]
+        return _json(
+            {"split": split, "total": len(listed), "offset": offset, "tasks": [task.to_dict() for task in page]}
+        )
 
     # -- our stateful sessions ----------------------------------------------------------------
 
@@ -186,7 +193,7 @@ def http_routes(manager: SessionManager, handler: Handler) -> list[Route]:
         body = await read_json(request, limit)
         action = body.get("action")
         if not isinstance(action, dict):
-            raise MessageValidationError("the body must be {\"action\": {\"type\": \"call_tool\", ...}}")
+            raise MessageValidationError('the body must be {"action": {"type": "call_tool", ...}}')
         parsed = parse_action(action)
         if not isinstance(parsed, ToolCall):
             return _json({**handler.tools_data, "metadata": None})

@@ -81,8 +81,7 @@ class McpRouter:
             if method in ("GET", "DELETE"):
                 await self.sdk.handle(scope, receive, send, None, initialize=False)
             else:
-                await Response("Method Not Allowed", 405, headers={"Allow": "GET, POST, DELETE"})(
-                    scope, receive, send)
+                await Response("Method Not Allowed", 405, headers={"Allow": "GET, POST, DELETE"})(scope, receive, send)
             return
         request = HTTPRequest(scope, receive)
         limit = self.manager.config.max_message_bytes

@@ -66,8 +66,9 @@ def error_result(message: str) -> Any:
 OPENING_URI = "omnienv://episode/observation"
 
 
-def build_server(env_class: type[EnvironmentBase], run: ToolRunner,
-                 opening: Callable[[Any], str | None] | None = None) -> Any:
+def build_server(
+    env_class: type[EnvironmentBase], run: ToolRunner, opening: Callable[[Any], str | None] | None = None
+) -> Any:
     """The SDK's low-level ``Server`` offering ``env_class``'s tools; ``run`` performs a call.
 
     ``opening(ctx)`` gives the text of the episode's first observation (the task prompt), served
@@ -90,8 +91,12 @@ def build_server(env_class: type[EnvironmentBase], run: ToolRunner,
         except OmniEnvError as exc:  # not reset, episode over, session gone: the agent reads why
             return error_result(f"{exc.code}: {exc.message}")
 
-    resource = types.Resource(uri=OPENING_URI, name="observation", mime_type="text/plain",
-                              description="The episode's first observation: what the agent is asked to do.")
+    resource = types.Resource(
+        uri=OPENING_URI,
+        name="observation",
+        mime_type="text/plain",
+        description="The episode's first observation: what the agent is asked to do.",
+    )
 
     async def list_resources(ctx: Any, params: Any) -> Any:
         return types.ListResourcesResult(resources=[resource] if opening is not None else [])
@@ -103,7 +108,8 @@ def build_server(env_class: type[EnvironmentBase], run: ToolRunner,
 
             raise MCPError(code=INVALID_PARAMS, message=f"Unknown resource: {params.uri}")
         return types.ReadResourceResult(
-            contents=[types.TextResourceContents(uri=OPENING_URI, mime_type="text/plain", text=text)])
+            contents=[types.TextResourceContents(uri=OPENING_URI, mime_type="text/plain", text=text)]
+        )
 
     return Server(
         env_class.name,
@@ -125,8 +131,7 @@ def _reset_request(query: dict[str, str]) -> Reset:
     seed = query.get("seed")
     if seed is not None and not seed.lstrip("-").isdigit():
         raise MessageValidationError(f"'seed' must be an integer, got {seed!r}: use /mcp?seed=7")
-    return Reset(seed=int(seed) if seed is not None else None, task_id=query.get("task_id"),
-                 split=query.get("split"))
+    return Reset(seed=int(seed) if seed is not None else None, task_id=query.get("task_id"), split=query.get("split"))
 
 
 class McpSdkBridge:
@@ -200,8 +205,9 @@ class McpSdkBridge:
         mcp_id = headers.get("mcp-session-id") if headers is not None else None
         session = self.bound.get(mcp_id or "")
         if session is None or self.manager.find(session.id, session.family) is not session:
-            raise SessionError("this MCP session's episode is gone (closed or reaped after being idle); "
-                               "start a new MCP session")
+            raise SessionError(
+                "this MCP session's episode is gone (closed or reaped after being idle); start a new MCP session"
+            )
         _, data = await self.handler.run(session, call, trusted=True)
         return data
 
@@ -211,14 +217,21 @@ class McpSdkBridge:
 
     # -- HTTP ---------------------------------------------------------------------------------
 
-    async def handle(self, scope: dict[str, Any], receive: Any, send: Any, body: bytes | None,
-                     initialize: bool) -> None:
+    async def handle(
+        self, scope: dict[str, Any], receive: Any, send: Any, body: bytes | None, initialize: bool
+    ) -> None:
         """Serve one HTTP request of the MCP transport (``body`` already read for POSTs)."""
         try:
             sdk = await self._session_manager()
         except Exception as exc:
-            await _send_rpc_error(send, RpcError(SERVER_ERROR, f"MCP over streamable HTTP needs the 'mcp' "
-                                                 f"package: pip install 'omnienv[server]' ({exc})"), 501)
+            await _send_rpc_error(
+                send,
+                RpcError(
+                    SERVER_ERROR,
+                    f"MCP over streamable HTTP needs the 'mcp' package: pip install 'omnienv[server]' ({exc})",
+                ),
+                501,
+            )
             return
         if body is not None:
             receive = _replay(body, receive)
@@ -245,8 +258,9 @@ class McpSdkBridge:
 
         async def bind_then_send(message: dict[str, Any]) -> None:
             if message["type"] == "http.response.start" and message.get("status", 500) < 400:
-                mcp_id = next((v.decode("latin-1") for k, v in message.get("headers", ())
-                               if k.lower() == SESSION_HEADER), None)
+                mcp_id = next(
+                    (v.decode("latin-1") for k, v in message.get("headers", ()) if k.lower() == SESSION_HEADER), None
+                )
                 if mcp_id is not None:  # bound before the client learns the id: no call can race it
                     self.bound[mcp_id] = session
                     if opening is not None:
@@ -269,8 +283,10 @@ class McpSdkBridge:
             if not session_id:
                 from omnienv.core.errors import AgentOnlyError
 
-                raise AgentOnlyError("this server is agent-only: connect to the /mcp?session_id=... URL the "
-                                     "operator got from POST /operator/sessions")
+                raise AgentOnlyError(
+                    "this server is agent-only: connect to the /mcp?session_id=... URL the "
+                    "operator got from POST /operator/sessions"
+                )
             return self.manager.attach(session_id, OPERATOR), None
         reset = _reset_request(query)
         session = await self.manager.open(owned=True, family=MCP)
@@ -317,6 +333,11 @@ def _replay(body: bytes, receive: Any) -> Any:
 
 async def _send_rpc_error(send: Any, error: RpcError, status: int) -> None:
     body = encode(error_response(error))
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+        }
+    )
     await send({"type": "http.response.body", "body": body})

@@ -51,8 +51,10 @@ def operator_routes(manager: SessionManager, handler: Handler) -> list[Route]:
             try:
                 given = request.headers.get("authorization", "").encode()
                 if not hmac.compare_digest(given, expected):
-                    refused = AgentOnlyError("the operator routes need 'Authorization: Bearer <token>' with the "
-                                            "token the server printed at start-up (ServerConfig.operator_token)")
+                    refused = AgentOnlyError(
+                        "the operator routes need 'Authorization: Bearer <token>' with the "
+                        "token the server printed at start-up (ServerConfig.operator_token)"
+                    )
                     return _json({"type": "error", "data": error_data(refused)}, 401)
                 return await endpoint(request)
             except OmniEnvError as exc:
@@ -73,8 +75,9 @@ def operator_routes(manager: SessionManager, handler: Handler) -> list[Route]:
         except BaseException:
             await manager.close(session)
             raise
-        return _json({"session_id": session.id, "mcp_path": f"/mcp?session_id={session.id}",
-                      "type": kind, "data": data}, 201)
+        return _json(
+            {"session_id": session.id, "mcp_path": f"/mcp?session_id={session.id}", "type": kind, "data": data}, 201
+        )
 
     async def reset_session(request: HTTPRequest) -> Response:
         session = manager.get(request.path_params["session_id"], OPERATOR)

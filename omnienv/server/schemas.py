@@ -10,9 +10,12 @@ __all__ = ["openapi", "schema"]
 
 _BLOCK = {
     "type": "object",
-    "properties": {"type": {"enum": ["text", "image"]}, "text": {"type": "string"},
-                   "data": {"type": "string", "description": "base64 image bytes"},
-                   "mimeType": {"type": "string"}},
+    "properties": {
+        "type": {"enum": ["text", "image"]},
+        "text": {"type": "string"},
+        "data": {"type": "string", "description": "base64 image bytes"},
+        "mimeType": {"type": "string"},
+    },
     "required": ["type"],
 }
 _STATE = {
@@ -36,8 +39,13 @@ _OBSERVATION = {
         "tool_name": {"type": "string"},
         "result": {
             "type": "object",
-            "properties": {"content": {"type": "array", "items": _BLOCK}, "structured_content": {},
-                           "meta": {}, "data": {}, "is_error": {"type": "boolean"}},
+            "properties": {
+                "content": {"type": "array", "items": _BLOCK},
+                "structured_content": {},
+                "meta": {},
+                "data": {},
+                "is_error": {"type": "boolean"},
+            },
         },
         "error": {"type": ["object", "null"]},
         "tools": {"type": "array"},
@@ -84,23 +92,22 @@ def openapi(env_class: type[EnvironmentBase]) -> dict[str, Any]:
 
     return {
         "openapi": "3.1.0",
-        "info": {"title": f"omnienv: {env_class.name}", "version": "1.0.0",
-                 "description": env_class.description},
+        "info": {"title": f"omnienv: {env_class.name}", "version": "1.0.0", "description": env_class.description},
         "paths": {
-            "/health": {"get": _op("Liveness: {\"status\": \"healthy\"}")},
+            "/health": {"get": _op('Liveness: {"status": "healthy"}')},
             "/metadata": {"get": _op("Name, description and version of the environment")},
             "/schema": {"get": _op("JSON Schemas of actions, observations and state")},
             "/splits": {"get": _op("Task splits")},
-            "/splits/{split}/tasks": {"get": {
-                **_op("Tasks of one split (never their answers); ?offset=&limit="),
-                "parameters": [{"name": "split", "in": "path", "required": True,
-                                "schema": {"type": "string"}}],
-            }},
+            "/splits/{split}/tasks": {
+                "get": {
+                    **_op("Tasks of one split (never their answers); ?offset=&limit="),
+                    "parameters": [{"name": "split", "in": "path", "required": True, "schema": {"type": "string"}}],
+                }
+            },
             "/reset": {"post": _op("OpenEnv stateless reset: a fresh environment per call", body=True)},
             "/step": {"post": _op("OpenEnv stateless step: a fresh environment per call", body=True)},
             "/state": {"get": _op("OpenEnv stateless state of a fresh environment")},
-            "/mcp": {"post": _op("JSON-RPC 2.0: tools/list, tools/call, openenv/session/create|close",
-                                 body=True)},
+            "/mcp": {"post": _op("JSON-RPC 2.0: tools/list, tools/call, openenv/session/create|close", body=True)},
             "/sessions": {"post": _op("Open a session; returns its session_id", body=True, status="201")},
             "/sessions/{session_id}": {"delete": with_id(_op("Close a session"))},
             "/sessions/{session_id}/reset": {"post": with_id(_op("Start an episode", body=True))},

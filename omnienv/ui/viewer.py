@@ -110,8 +110,7 @@ def create_viewer_app(path: str | Path) -> Starlette:
     returns episode ``n`` exactly as written."""
     source = Path(path)
     if not source.is_file():
-        raise FileNotFoundError(
-            f"no trajectory file at {source}: pass a JSONL file written by omnienv rollout/eval")
+        raise FileNotFoundError(f"no trajectory file at {source}: pass a JSONL file written by omnienv rollout/eval")
     index = TrajectoryIndex(source)
     index.refresh()
 

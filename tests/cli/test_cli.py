@@ -31,8 +31,21 @@ def test_check_passes_on_wordle_and_names_unknown_envs() -> None:
 
 def test_rollout_acceptance_command(tmp_path: Path) -> None:
     out = tmp_path / "t.jsonl"
-    command = [sys.executable, "-m", "omnienv.cli.main", "rollout", "wordle", "--policy", "solver",
-               "--episodes", "200", "--split", "test", "--out", str(out)]
+    command = [
+        sys.executable,
+        "-m",
+        "omnienv.cli.main",
+        "rollout",
+        "wordle",
+        "--policy",
+        "solver",
+        "--episodes",
+        "200",
+        "--split",
+        "test",
+        "--out",
+        str(out),
+    ]
     result = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "win rate" in result.stdout

@@ -116,8 +116,9 @@ def test_the_rollout_loop_runs_over_the_wire(serve) -> None:
     plans = [EpisodePlan(i, f"test/{i:04d}", i) for i in range(8)]
 
     async def run() -> list:
-        return [e async for e in arun_episodes(lambda: connect(url), make_policy("solver", Wordle), plans,
-                                               concurrency=4)]
+        return [
+            e async for e in arun_episodes(lambda: connect(url), make_policy("solver", Wordle), plans, concurrency=4)
+        ]
 
     episodes = asyncio.run(run())
     assert len(episodes) == 8

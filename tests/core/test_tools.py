@@ -48,8 +48,12 @@ def test_schema_comes_from_hints_and_docstring() -> None:
         "properties": {
             "a": {"type": "integer", "description": "The first number."},
             "b": {"type": "integer", "description": "The second number.", "default": 2},
-            "mode": {"type": "string", "enum": ["exact", "round"], "description": "How to present the sum.",
-                     "default": "exact"},
+            "mode": {
+                "type": "string",
+                "enum": ["exact", "round"],
+                "description": "How to present the sum.",
+                "default": "exact",
+            },
         },
         "required": ["a"],
     }

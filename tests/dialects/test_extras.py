@@ -12,8 +12,11 @@ import pytest
 
 @pytest.mark.parametrize(
     ("module", "package", "extra"),
-    [("omnienv.dialects.skyrl_gym", "skyrl_gym", "skyrl"), ("omnienv.dialects.gem", "gem", "gem"),
-     ("omnienv.dialects.verifiers", "verifiers", "verifiers")],
+    [
+        ("omnienv.dialects.skyrl_gym", "skyrl_gym", "skyrl"),
+        ("omnienv.dialects.gem", "gem", "gem"),
+        ("omnienv.dialects.verifiers", "verifiers", "verifiers"),
+    ],
 )
 def test_missing_framework_names_the_extra(module: str, package: str, extra: str) -> None:
     if importlib.util.find_spec(package) is not None:

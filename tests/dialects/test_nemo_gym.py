@@ -184,8 +184,10 @@ def test_wrong_payloads_get_typed_errors(http: httpx.Client, path: str, content:
 
 def test_aggregate_metrics_and_reverify_mode(http: httpx.Client) -> None:
     replies = [
-        {"reward": 1.0, "_ng_task_index": 0}, {"reward": 0.0, "_ng_task_index": 0},
-        {"reward": 0.5, "_ng_task_index": 1}, {"reward": 0.0, "_ng_task_index": 1, "mask_sample": True},
+        {"reward": 1.0, "_ng_task_index": 0},
+        {"reward": 0.0, "_ng_task_index": 0},
+        {"reward": 0.5, "_ng_task_index": 1},
+        {"reward": 0.0, "_ng_task_index": 1, "mask_sample": True},
     ]
     body = http.post("/aggregate_metrics", json={"verify_responses": replies}).json()
     assert body["agent_metrics"]["mean/reward"] == 0.5 and body["agent_metrics"]["num_masked"] == 1
@@ -225,13 +227,19 @@ def test_exported_rows_carry_prompt_tools_and_task_never_the_answer(tmp_path: Pa
     assert [row["task_id"] for row in rows] == ["test/0000", "test/0001", "test/0002"]
     params = rows[0]["responses_create_params"]
     assert "Wordle" in params["input"][0]["content"] and params["input"][0]["role"] == "user"
-    assert params["tools"][0] == {"type": "function", "name": "guess", "description": "Guess the hidden word.",
-                                  "parameters": Wordle.tools["guess"].parameters, "strict": False}
+    assert params["tools"][0] == {
+        "type": "function",
+        "name": "guess",
+        "description": "Guess the hidden word.",
+        "parameters": Wordle.tools["guess"].parameters,
+        "strict": False,
+    }
     assert not any(answer in orjson.dumps(row).decode() for row in rows for answer in answers)
 
     out = tmp_path / "rows.jsonl"
-    result = CliRunner().invoke(cli, ["export", "nemo-gym", "wordle", "--split", "train", "--out", str(out),
-                                      "--limit", "2"])
+    result = CliRunner().invoke(
+        cli, ["export", "nemo-gym", "wordle", "--split", "train", "--out", str(out), "--limit", "2"]
+    )
     assert result.exit_code == 0, result.output
     assert [orjson.loads(line)["task_id"] for line in out.read_bytes().splitlines()] == ["train/0000", "train/0001"]
     bad = CliRunner().invoke(cli, ["export", "nemo-gym", "wordle", "--split", "nope", "--out", str(out)])
@@ -265,8 +273,8 @@ def test_images_are_returned_and_a_hung_step_masks_the_sample() -> None:
         with running(create_app(Pictures, step_timeout=1.0)) as url, httpx.Client(base_url=url) as http:
             http.post("/seed_session", json={})
             assert http.post("/show").json() == {
-                "output": "a square", "images": [{"data": base64.b64encode(b"\x89PNG-ish").decode(),
-                                                  "mime_type": "image/png"}],
+                "output": "a square",
+                "images": [{"data": base64.b64encode(b"\x89PNG-ish").decode(), "mime_type": "image/png"}],
             }
             hung = http.post("/wait")
             assert hung.status_code == 504 and hung.json()["code"] == "STEP_TIMEOUT"
@@ -313,8 +321,10 @@ def test_rows_of_an_async_env_with_images_even_from_async_code() -> None:
 
     rows = asyncio.run(export())
     content = rows[1]["responses_create_params"]["input"][0]["content"]
-    assert content == [{"type": "input_text", "text": "question test/1"},
-                       {"type": "input_image", "image_url": "data:image/png;base64,aW1n", "detail": "auto"}]
+    assert content == [
+        {"type": "input_text", "text": "question test/1"},
+        {"type": "input_image", "image_url": "data:image/png;base64,aW1n", "detail": "auto"},
+    ]
     assert "secret" not in orjson.dumps(rows).decode()
 
 
@@ -323,9 +333,14 @@ def test_every_reply_on_a_session_re_sends_its_cookie(wordle_url: str) -> None:
     jar = dict(httpx.post(f"{wordle_url}/seed_session", json=ROW).cookies)
     assert set(jar) == {COOKIE}
     header = {"cookie": f"{COOKIE}={jar[COOKIE]}"}
-    for path, body, status in (("/guess", {"wurd": 1}, 200), ("/guess", "oops", 422),
-                               ("/guess", {"word": "crane"}, 200), ("/get_history", {}, 200), ("/verify", {}, 422),
-                               ("/verify", {**ROW, "response": RESPONSE}, 200)):
+    for path, body, status in (
+        ("/guess", {"wurd": 1}, 200),
+        ("/guess", "oops", 422),
+        ("/guess", {"word": "crane"}, 200),
+        ("/get_history", {}, 200),
+        ("/verify", {}, 422),
+        ("/verify", {**ROW, "response": RESPONSE}, 200),
+    ):
         reply = httpx.post(f"{wordle_url}{path}", json=body, headers=header)
         assert reply.status_code == status, reply.text
         assert dict(reply.cookies) == jar, path  # the same signed cookie, every time

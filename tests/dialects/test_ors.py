@@ -64,8 +64,9 @@ class Ors:
         return sid
 
     def call(self, sid: str, name: str, arguments: Any, **extra: Any) -> dict[str, Any]:
-        reply = self.http.post(f"/{self.env}/call", json={"name": name, "input": arguments, **extra},
-                               headers={"X-Session-ID": sid})
+        reply = self.http.post(
+            f"/{self.env}/call", json={"name": name, "input": arguments, **extra}, headers={"X-Session-ID": sid}
+        )
         events = sse(reply)
         assert events[0][0] == "task_id"
         kind, data = events[-1]
@@ -256,8 +257,12 @@ def test_images_and_a_step_past_its_deadline_is_an_sse_error_event_ending_the_ep
             blocks = ors.call(sid, "show", {})["output"]["blocks"]
             assert blocks == [
                 {"type": "text", "text": "a square", "detail": None},
-                {"type": "image", "data": base64.b64encode(b"\x89PNG-ish").decode(), "mimeType": "image/jpeg",
-                 "detail": None},
+                {
+                    "type": "image",
+                    "data": base64.b64encode(b"\x89PNG-ish").decode(),
+                    "mimeType": "image/jpeg",
+                    "detail": None,
+                },
             ]
             events = sse(http.post("/stuck/call", json={"name": "wait", "input": {}}, headers={"X-Session-ID": sid}))
             assert [kind for kind, _ in events] == ["task_id", "error"]
@@ -270,6 +275,7 @@ def test_images_and_a_step_past_its_deadline_is_an_sse_error_event_ending_the_ep
 def test_oversized_bodies_are_refused() -> None:
     with running(create_app(Counter, max_message_bytes=1024)) as url, httpx.Client(base_url=url) as http:
         sid = Ors(http, "counter").open()
-        reply = http.post("/counter/call", json={"name": "add", "input": {"n": 1, "pad": "x" * 4000}},
-                          headers={"X-Session-ID": sid})
+        reply = http.post(
+            "/counter/call", json={"name": "add", "input": {"n": 1, "pad": "x" * 4000}}, headers={"X-Session-ID": sid}
+        )
         assert reply.status_code == 413 and reply.json()["code"] == "MESSAGE_TOO_LARGE"

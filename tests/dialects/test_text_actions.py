@@ -27,10 +27,14 @@ def test_hermes_json_call() -> None:
 
 
 def test_several_calls_keep_their_order_across_grammars() -> None:
-    text = ('<guess>slate</guess> then <tool_call>{"name": "get_history", "arguments": {}}</tool_call>'
-            " and <guess> crane </guess>")
+    text = (
+        '<guess>slate</guess> then <tool_call>{"name": "get_history", "arguments": {}}</tool_call>'
+        " and <guess> crane </guess>"
+    )
     assert WORDLE.parse(text) == [
-        ToolCall("guess", {"word": "slate"}), ToolCall("get_history", {}), ToolCall("guess", {"word": "crane"})
+        ToolCall("guess", {"word": "slate"}),
+        ToolCall("get_history", {}),
+        ToolCall("guess", {"word": "crane"}),
     ]
 
 

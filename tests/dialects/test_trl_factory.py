@@ -38,8 +38,11 @@ ROW = {"prompt": [{"role": "user", "content": ""}]}
 
 def trl_tools(cls: type) -> list[str]:
     """The tool names TRL would expose, found exactly as grpo_trainer.py finds them."""
-    return [name for name, _ in inspect.getmembers(cls, predicate=inspect.isfunction)
-            if name not in ("reset", "get_reward") and not name.startswith("_")]
+    return [
+        name
+        for name, _ in inspect.getmembers(cls, predicate=inspect.isfunction)
+        if name not in ("reset", "get_reward") and not name.startswith("_")
+    ]
 
 
 def tally(env: Counter) -> float:
@@ -96,8 +99,14 @@ class Counter(Environment):
         return f"total {self.total}"
 
     @tool
-    def shapes(self, colour: Colour, mode: Literal["a", "b"], tags: list[str], where: dict[str, int] | None = None,
-               point: Point | None = None) -> str:
+    def shapes(
+        self,
+        colour: Colour,
+        mode: Literal["a", "b"],
+        tags: list[str],
+        where: dict[str, int] | None = None,
+        point: Point | None = None,
+    ) -> str:
         """Exercise type hints.
 
         Args:
@@ -146,8 +155,10 @@ def test_only_tools_are_public_methods() -> None:
 def test_methods_carry_signature_and_google_docstring() -> None:
     add = environment_factory(Counter).add
     assert str(inspect.signature(add)) == "(self, n: int, note: str = '')"
-    assert inspect.getdoc(add) == ("Add a number to the total.\n\nArgs:\n    n: The amount; a negative one crashes "
-                                   "the environment.\n    note: Free text.")
+    assert inspect.getdoc(add) == (
+        "Add a number to the total.\n\nArgs:\n    n: The amount; a negative one crashes "
+        "the environment.\n    note: Free text."
+    )
     assert add.__annotations__ == {"n": int, "note": str}
     shapes = environment_factory(Counter).shapes
     hints = shapes.__annotations__

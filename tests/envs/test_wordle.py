@@ -97,8 +97,11 @@ def test_loss_gives_partial_credit_for_best_greens() -> None:
 def test_invalid_guesses_cost_no_attempt_and_say_why() -> None:
     env = Wordle()
     env.reset(seed=5)
-    for word, why in [("abc", "not a five-letter word"), ("zzzzz", "not in the word list"),
-                      ("ab1de", "not a five-letter word")]:
+    for word, why in [
+        ("abc", "not a five-letter word"),
+        ("zzzzz", "not in the word list"),
+        ("ab1de", "not a five-letter word"),
+    ]:
         result = env.step(ToolCall("guess", {"word": word}))
         assert result.observation.is_error and why in result.observation.text
         assert "did not use an attempt" in result.observation.text
@@ -128,8 +131,11 @@ def test_answer_never_visible_before_the_end() -> None:
             assert marks is not None
             history.append(marks)
             history_text = env.step(ToolCall("get_history")).observation.text
-            visible = [result.observation.text, history_text,
-                       json.dumps([result.info, env.state().fields], ensure_ascii=False)]
+            visible = [
+                result.observation.text,
+                history_text,
+                json.dumps([result.info, env.state().fields], ensure_ascii=False),
+            ]
             assert all(answer not in text.lower() for text in visible)
 
 

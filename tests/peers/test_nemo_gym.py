@@ -71,8 +71,9 @@ def test_aggregate_metrics_and_sessions_closed(outcome: tuple[list[dict[str, Any
 def test_example_runs_as_written() -> None:
     python = peer_python("nemo_gym")
     example = ROOT / "examples" / "nemo_gym_wordle.py"
-    result = subprocess.run([str(python), str(example), "--episodes", "2"], capture_output=True, text=True,
-                            timeout=240, cwd=ROOT)
+    result = subprocess.run(
+        [str(python), str(example), "--episodes", "2"], capture_output=True, text=True, timeout=240, cwd=ROOT
+    )
     assert result.returncode == 0, result.stderr[-4000:]
     lines = result.stdout.splitlines()
     assert len(lines) == 2 and all("/verify reward 1." in line for line in lines), result.stdout

@@ -72,12 +72,30 @@ def _server(kind: str, max_sessions: int, openenv_python: Path) -> Iterator[str]
     """
     if kind == "omnienv":
         port = _free_port()
-        cmd = [str(Path(sys.executable).with_name("omnienv")), "serve", "wordle", "--host", "127.0.0.1",
-               "--port", str(port), "--max-sessions", str(max_sessions)]
+        cmd = [
+            str(Path(sys.executable).with_name("omnienv")),
+            "serve",
+            "wordle",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--max-sessions",
+            str(max_sessions),
+        ]
     else:
         port = 0  # the OpenEnv server binds port 0 itself and prints "PORT n"
-        cmd = [str(openenv_python), "-m", "benchmarks.openenv_wordle.server", "--variant", "mcp",
-               "--port", "0", "--max-sessions", str(max_sessions)]
+        cmd = [
+            str(openenv_python),
+            "-m",
+            "benchmarks.openenv_wordle.server",
+            "--variant",
+            "mcp",
+            "--port",
+            "0",
+            "--max-sessions",
+            str(max_sessions),
+        ]
     with tempfile.TemporaryDirectory(prefix="omnienv-openenv-peer-") as tmp:
         log = Path(tmp) / "server.log"
         with open(log, "ab") as out:
@@ -109,8 +127,13 @@ Solution = tuple[str, str]
 
 def _run_client(openenv_python: Path, url: str, solution: Solution, *scenarios: str) -> dict[str, dict]:
     wrong, answer = solution
-    done = subprocess.run([str(openenv_python), str(SCRIPT), url, TASK_ID, wrong, answer, *scenarios],
-                          capture_output=True, text=True, timeout=CLIENT_TIMEOUT_S, cwd=ROOT)
+    done = subprocess.run(
+        [str(openenv_python), str(SCRIPT), url, TASK_ID, wrong, answer, *scenarios],
+        capture_output=True,
+        text=True,
+        timeout=CLIENT_TIMEOUT_S,
+        cwd=ROOT,
+    )
     assert done.returncode == 0, f"client script failed:\n{done.stdout}\n{done.stderr[-3000:]}"
     results = {}
     for line in done.stdout.splitlines():
@@ -125,10 +148,18 @@ def played(request: pytest.FixtureRequest, openenv_python: Path, solution: Solut
     """Every game scenario and the validation scenario, against one server with room to spare."""
     with _server(request.param, 8, openenv_python) as url:
         played = _run_client(openenv_python, url, solution, *GAMES, "validation", "mcp-tool-client")
-        validate = subprocess.run([str(openenv_python.with_name("openenv")), "validate", "--url", url, "--json"],
-                                  capture_output=True, text=True, timeout=CLIENT_TIMEOUT_S, cwd=ROOT)
-    played["openenv-validate"] = {"returncode": validate.returncode, "stdout": validate.stdout,
-                                  "stderr": validate.stderr[-3000:]}
+        validate = subprocess.run(
+            [str(openenv_python.with_name("openenv")), "validate", "--url", url, "--json"],
+            capture_output=True,
+            text=True,
+            timeout=CLIENT_TIMEOUT_S,
+            cwd=ROOT,
+        )
+    played["openenv-validate"] = {
+        "returncode": validate.returncode,
+        "stdout": validate.stdout,
+        "stderr": validate.stderr[-3000:],
+    }
     return played
 
 
@@ -216,9 +247,25 @@ def test_benchmark_drives_every_server_with_the_same_frames(openenv_python: Path
     measures against from rotting.
     """
     out = tmp_path / "results.json"
-    run = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "ws_throughput.py"), "--duration", "0.3",
-                          "--warmup", "0.1", "--levels", "1,2", "--no-pin", "--json", str(out)],
-                         capture_output=True, text=True, timeout=240, cwd=ROOT)
+    run = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "ws_throughput.py"),
+            "--duration",
+            "0.3",
+            "--warmup",
+            "0.1",
+            "--levels",
+            "1,2",
+            "--no-pin",
+            "--json",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        cwd=ROOT,
+    )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     results = json.loads(out.read_text())["results"]
     seen = {(r["server"], r["sessions"]) for r in results}

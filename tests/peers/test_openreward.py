@@ -67,7 +67,8 @@ def test_the_client_deletes_its_sessions(outcome: tuple[list[dict[str, Any]], in
 def test_example_runs_as_written() -> None:
     python = peer_python("openreward")
     example = ROOT / "examples" / "ors_wordle.py"
-    result = subprocess.run([str(python), str(example), "--episodes", "2"], capture_output=True, text=True,
-                            timeout=180, cwd=ROOT)
+    result = subprocess.run(
+        [str(python), str(example), "--episodes", "2"], capture_output=True, text=True, timeout=180, cwd=ROOT
+    )
     assert result.returncode == 0, result.stderr[-4000:]
     assert result.stdout.count("Correct!") == 2 and "splits ['train', 'test']" in result.stdout

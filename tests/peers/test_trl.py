@@ -44,21 +44,35 @@ def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _run(python: Path, *args: str, cwd: Path = ROOT) -> str:
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1",
-           "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run([str(python), *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=RUN_TIMEOUT_S)
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+        "HF_HUB_OFFLINE": "1",
+        "PYTHONPATH": str(ROOT),
+    }
+    proc = subprocess.run([str(python), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
     assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
     return proc.stdout
 
 
 def _lines(output: str, tag: str) -> list[Any]:
-    return [json.loads(line[len(tag) + 1:]) for line in output.splitlines() if line.startswith(tag + " ")]
+    return [json.loads(line[len(tag) + 1 :]) for line in output.splitlines() if line.startswith(tag + " ")]
 
 
 def _train(trl_python: Path, tiny_dir: Path, tmp_path: Path, *extra: str) -> str:
-    return _run(trl_python, str(EXAMPLE), "--tiny", "--steps", "2", "--tiny-dir", str(tiny_dir),
-                "--output-dir", str(tmp_path / "run"), *extra)
+    return _run(
+        trl_python,
+        str(EXAMPLE),
+        "--tiny",
+        "--steps",
+        "2",
+        "--tiny-dir",
+        str(tiny_dir),
+        "--output-dir",
+        str(tmp_path / "run"),
+        *extra,
+    )
 
 
 def _assert_trained(output: str) -> None:
@@ -121,10 +135,18 @@ def _healthy(url: str) -> bool:
 def wordle_server() -> Iterator[str]:
     """``omnienv serve wordle`` on a free port, healthy before the test and always reaped after."""
     url = f"http://127.0.0.1:{_free_port()}"
-    cmd = [str(Path(sys.executable).with_name("omnienv")), "serve", "wordle", "--host", "127.0.0.1",
-           "--port", url.rsplit(":", 1)[1]]
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    cmd = [
+        str(Path(sys.executable).with_name("omnienv")),
+        "serve",
+        "wordle",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        url.rsplit(":", 1)[1],
+    ]
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
     try:
         deadline = time.monotonic() + START_DEADLINE_S
         while not _healthy(url):
@@ -146,8 +168,7 @@ def wordle_server() -> Iterator[str]:
             proc.stderr.close()
 
 
-def test_grpo_trains_on_a_served_wordle(trl_python: Path, tiny_dir: Path, tmp_path: Path,
-                                        wordle_server: str) -> None:
+def test_grpo_trains_on_a_served_wordle(trl_python: Path, tiny_dir: Path, tmp_path: Path, wordle_server: str) -> None:
     output = _train(trl_python, tiny_dir, tmp_path, "--env", wordle_server)
     _assert_trained(output)
     assert _healthy(wordle_server)

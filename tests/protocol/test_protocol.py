@@ -83,8 +83,11 @@ def test_our_own_tool_call_shape_is_accepted() -> None:
         ({"type": "step", "data": []}, MessageValidationError, "'data' must be a JSON object"),
         ({"type": "step", "data": {"type": "jump"}}, MessageValidationError, "call_tool"),
         ({"type": "step", "data": {"type": "call_tool"}}, MessageValidationError, "tool_name"),
-        ({"type": "step", "data": {"type": "call_tool", "tool_name": "guess", "arguments": ["crane"]}},
-         MessageValidationError, "'arguments' of tool 'guess' must be a JSON object, got list"),
+        (
+            {"type": "step", "data": {"type": "call_tool", "tool_name": "guess", "arguments": ["crane"]}},
+            MessageValidationError,
+            "'arguments' of tool 'guess' must be a JSON object, got list",
+        ),
         ({"type": "reset", "data": {"seed": "7"}}, MessageValidationError, "'seed' must be a non-negative"),
         ({"type": "reset", "data": {"seed": True}}, MessageValidationError, "'seed'"),
         ({"type": "reset", "data": {"seed": -1}}, MessageValidationError, "'seed'"),
@@ -166,8 +169,13 @@ def test_reset_reply_has_openenvs_shape_and_round_trips() -> None:
         StepResult(Observation.of("CRANE"), 0.5, False, False, {"k": [1, 2]}),
         StepResult(Observation.of("won"), 1.5, True, False, {"rubric": {"solved": 1.0}}),
         StepResult(Observation.of("limit"), 0.0, False, True, {}),
-        StepResult(Observation.of("nope", is_error=True), 0.0, False, False,
-                   {"error": {"code": "UNKNOWN_TOOL", "message": "nope"}}),
+        StepResult(
+            Observation.of("nope", is_error=True),
+            0.0,
+            False,
+            False,
+            {"error": {"code": "UNKNOWN_TOOL", "message": "nope"}},
+        ),
         StepResult(Observation.of("void"), 0.0, False, True, {}, Failure("env_error", "crashed")),
         StepResult(Observation((ImageBlock(b"png-bytes"),)), 0.0, False, False, {}),
     ],
@@ -179,14 +187,23 @@ def test_step_replies_round_trip_exactly(result: StepResult) -> None:
 
 
 def test_step_reply_speaks_openenvs_mcp_observation() -> None:
-    error = StepResult(Observation.of("unknown tool 'x'", is_error=True), 0.0, False, False,
-                       {"error": {"code": "UNKNOWN_TOOL", "message": "unknown tool 'x'"}})
+    error = StepResult(
+        Observation.of("unknown tool 'x'", is_error=True),
+        0.0,
+        False,
+        False,
+        {"error": {"code": "UNKNOWN_TOOL", "message": "unknown tool 'x'"}},
+    )
     observation = step_reply("x", error)["observation"]
     assert set(observation) == {"metadata", "tool_name", "result", "error"}
     assert set(observation["result"]) == {"content", "structured_content", "meta", "data", "is_error"}
     assert observation["error"] == {"error_type": "tool_not_found", "message": "unknown tool 'x'"}
-    assert observation["result"]["content"][0] == {"type": "text", "text": "unknown tool 'x'",
-                                                   "annotations": None, "meta": None}
+    assert observation["result"]["content"][0] == {
+        "type": "text",
+        "text": "unknown tool 'x'",
+        "annotations": None,
+        "meta": None,
+    }
 
 
 def test_tools_and_state_replies_round_trip() -> None:
@@ -255,18 +272,27 @@ def test_json_rpc_framing_follows_openenv() -> None:
     )
 
     assert parse_rpc(b'{"jsonrpc": "2.0", "method": "tools/list", "id": 3}') == RpcRequest("tools/list", {}, 3)
-    for raw, code in ((b"xx", PARSE_ERROR), (b"{}", INVALID_REQUEST), (b"[]", INVALID_REQUEST),
-                      (b'{"jsonrpc": "2.0", "method": "m", "params": [1]}', INVALID_PARAMS)):
+    for raw, code in (
+        (b"xx", PARSE_ERROR),
+        (b"{}", INVALID_REQUEST),
+        (b"[]", INVALID_REQUEST),
+        (b'{"jsonrpc": "2.0", "method": "m", "params": [1]}', INVALID_PARAMS),
+    ):
         with pytest.raises(RpcError) as caught:
             parse_rpc(raw)
         assert caught.value.code == code
     assert success({"a": 1}, 7) == {"jsonrpc": "2.0", "id": 7, "result": {"a": 1}}
     assert error_response(RpcError(PARSE_ERROR, "Parse error")) == {
-        "jsonrpc": "2.0", "id": None, "error": {"code": PARSE_ERROR, "message": "Parse error", "data": None}}
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {"code": PARSE_ERROR, "message": "Parse error", "data": None},
+    }
     full = CapacityError("full")
     full.details = {"max_sessions": 1}  # type: ignore[attr-defined]
     assert (rpc_error_for(full).code, rpc_error_for(full).data) == (
-        SERVER_ERROR, {"code": "CAPACITY_REACHED", "max_sessions": 1})
+        SERVER_ERROR,
+        {"code": "CAPACITY_REACHED", "max_sessions": 1},
+    )
     assert rpc_error_for(SessionNotFoundError("x")).code == INVALID_PARAMS
 
 
@@ -276,18 +302,40 @@ def test_public_surfaces_are_pinned() -> None:
     import omnienv.server
 
     assert set(omnienv.server.__all__) == {
-        "OmniApp", "ServerConfig", "Session", "SessionManager", "create_app", "running", "serve", "uvicorn_config"}
+        "OmniApp",
+        "ServerConfig",
+        "Session",
+        "SessionManager",
+        "create_app",
+        "running",
+        "serve",
+        "uvicorn_config",
+    }
     assert set(omnienv.client.__all__) == {
-        "AsyncHTTPClient", "AsyncWebSocketClient", "HTTPClient", "RemoteTool", "WebSocketClient", "acheck_url",
-        "check_url", "connect"}
+        "AsyncHTTPClient",
+        "AsyncWebSocketClient",
+        "HTTPClient",
+        "RemoteTool",
+        "WebSocketClient",
+        "acheck_url",
+        "check_url",
+        "connect",
+    }
     for module in (omnienv.protocol, omnienv.server, omnienv.client):
         assert all(hasattr(module, name) for name in module.__all__)
 
 
 def test_an_openenv_servers_tool_errors_read_as_ours() -> None:
-    foreign = {"observation": {"metadata": {}, "tool_name": "x", "result": None,
-                               "error": {"error_type": "tool_not_found", "message": "Tool 'x' not found"}},
-               "reward": None, "done": False}
+    foreign = {
+        "observation": {
+            "metadata": {},
+            "tool_name": "x",
+            "result": None,
+            "error": {"error_type": "tool_not_found", "message": "Tool 'x' not found"},
+        },
+        "reward": None,
+        "done": False,
+    }
     result = step_result_from_reply(foreign)
     assert result.observation.is_error and result.observation.text == "Tool 'x' not found"
     assert result.info == {"error": {"code": "UNKNOWN_TOOL", "message": "Tool 'x' not found"}}

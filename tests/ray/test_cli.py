@@ -50,8 +50,20 @@ def test_serve_ray_joins_a_cluster_and_plays_wordle_on_its_actors() -> None:
     address = ray.get_runtime_context().gcs_address
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    command = [OMNIENV, "serve", "wordle", "--port", str(port), "--ray", address, "--ray-actors", "2",
-               "--ray-cpus", "0.5", "--no-ui"]
+    command = [
+        OMNIENV,
+        "serve",
+        "wordle",
+        "--port",
+        str(port),
+        "--ray",
+        address,
+        "--ray-actors",
+        "2",
+        "--ray-cpus",
+        "0.5",
+        "--no-ui",
+    ]
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:

@@ -62,8 +62,9 @@ def test_per_item_errors_do_not_fail_the_batch(wordle_hosts: HostPool) -> None:
         first = pool.step([ToolCall("guess", {"word": "crane"})] * 4)
         assert all(type(r).__name__ == "NotResetError" for r in first)  # typed, per item
         pool.reset([1, 2, 3, 4])
-        mixed = pool.step([ToolCall("guess", {"word": "crane"}), ToolCall("nope"), None,
-                           ToolCall("guess", {"word": 5})])
+        mixed = pool.step(
+            [ToolCall("guess", {"word": "crane"}), ToolCall("nope"), None, ToolCall("guess", {"word": 5})]
+        )
         assert isinstance(mixed[0], StepResult) and not mixed[0].observation.is_error
         assert isinstance(mixed[1], StepResult) and mixed[1].info["error"]["code"] == "UNKNOWN_TOOL"
         assert mixed[2] is None

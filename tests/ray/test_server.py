@@ -90,13 +90,21 @@ def test_http_and_mcp_sessions_route_to_actors(served: tuple[OmniApp, str], word
         assert sorted(actor_of(app, sid) for sid in ids) == [0, 1, 2, 3]  # least loaded first
         reset = http.post(f"/sessions/{ids[0]}/reset", json={"seed": 3}).json()
         assert "Wordle" in reset["data"]["observation"]["content"][0]["text"]
-        step = http.post(f"/sessions/{ids[0]}/step", json={"type": "call_tool", "tool_name": "guess",
-                                                           "arguments": {"word": "crane"}}).json()
+        step = http.post(
+            f"/sessions/{ids[0]}/step", json={"type": "call_tool", "tool_name": "guess", "arguments": {"word": "crane"}}
+        ).json()
         assert read_marks(step["data"]["observation"]["result"]["content"][0]["text"]) is not None
         state = http.get(f"/sessions/{ids[0]}/state").json()["data"]
         assert state["step_count"] == 1 and state["guesses"] == ["crane"]
-        rpc = http.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-            "session_id": ids[0], "name": "guess", "arguments": {"word": "slate"}}}).json()
+        rpc = http.post(
+            "/mcp",
+            json={
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "tools/call",
+                "params": {"session_id": ids[0], "name": "guess", "arguments": {"word": "slate"}},
+            },
+        ).json()
         assert "result" in rpc, rpc
         for sid in ids:
             assert http.delete(f"/sessions/{sid}").status_code == 200
@@ -128,8 +136,10 @@ def test_killed_actor_fails_its_sessions_with_a_flag_and_new_ones_go_to_live_act
         again = http.post(f"/sessions/{doomed[0]}/step", json=guess).json()["data"]
         assert again["code"] == "EPISODE_OVER"  # only reset may follow
         # the other sessions go on
-        assert all(http.post(f"/sessions/{sid}/step", json=guess).json()["type"] == "observation"
-                   for sid in set(ids) - set(doomed))
+        assert all(
+            http.post(f"/sessions/{sid}/step", json=guess).json()["type"] == "observation"
+            for sid in set(ids) - set(doomed)
+        )
         # reset moves the failed session to a live actor; new sessions go to live actors only
         assert http.post(f"/sessions/{doomed[0]}/reset", json={"seed": 2}).json()["type"] == "observation"
         assert actor_of(app, doomed[0]) != 2
@@ -141,9 +151,7 @@ def test_killed_actor_fails_its_sessions_with_a_flag_and_new_ones_go_to_live_act
     assert victim.sessions == 0 and wordle_hosts.sessions == 0
 
 
-def test_ws_client_sees_a_typed_worker_lost_error(
-    served: tuple[OmniApp, str], wordle_hosts: HostPool
-) -> None:
+def test_ws_client_sees_a_typed_worker_lost_error(served: tuple[OmniApp, str], wordle_hosts: HostPool) -> None:
     _, url = served
 
     async def scenario() -> None:
@@ -152,8 +160,9 @@ def test_ws_client_sees_a_typed_worker_lost_error(
             for env in envs:
                 await env.reset(seed=5)
             kill(wordle_hosts.hosts[0].actor)
-            outcomes = await asyncio.gather(*(env.step(ToolCall("guess", {"word": "crane"})) for env in envs),
-                                            return_exceptions=True)
+            outcomes = await asyncio.gather(
+                *(env.step(ToolCall("guess", {"word": "crane"})) for env in envs), return_exceptions=True
+            )
             lost = [o for o in outcomes if isinstance(o, WorkerLostError)]
             assert len(lost) == 1 and sum(isinstance(o, StepResult) for o in outcomes) == 3
             victim = envs[outcomes.index(lost[0])]

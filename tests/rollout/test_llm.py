@@ -27,15 +27,28 @@ def endpoint() -> Iterator[str]:
 
 
 def eval_command(base_url: str, out: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "omnienv.cli.main", "eval", "wordle", "--model", "scripted",
-            "--base-url", base_url, "--split", "test", "--out", str(out), *extra]
+    return [
+        sys.executable,
+        "-m",
+        "omnienv.cli.main",
+        "eval",
+        "wordle",
+        "--model",
+        "scripted",
+        "--base-url",
+        base_url,
+        "--split",
+        "test",
+        "--out",
+        str(out),
+        *extra,
+    ]
 
 
 def test_eval_command_wins_and_writes_summary(endpoint: str, tmp_path: Path) -> None:
     out = tmp_path / "run.jsonl"
     command = eval_command(endpoint, out, "--episodes", "20", "--concurrency", "8")
-    result = subprocess.run(command, capture_output=True, text=True, timeout=300,
-                            env={**os.environ, "COLUMNS": "200"})
+    result = subprocess.run(command, capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "200"})
     assert result.returncode == 0, result.stderr
     assert "win rate" in result.stdout and "100.0%" in result.stdout
     episodes = read_episodes(out)
@@ -53,8 +66,11 @@ def test_eval_command_wins_and_writes_summary(endpoint: str, tmp_path: Path) -> 
 def test_killed_eval_resumes_without_replaying(tmp_path: Path) -> None:
     out = tmp_path / "run.jsonl"
     with running(create_app(faults=Faults(stall_every=1, stall_s=0.05))) as slow:
-        process = subprocess.Popen(eval_command(f"{slow}/v1", out, "--episodes", "12", "--concurrency", "1"),
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        process = subprocess.Popen(
+            eval_command(f"{slow}/v1", out, "--episodes", "12", "--concurrency", "1"),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         try:
             deadline = time.monotonic() + 120
             while not (out.exists() and out.read_bytes().count(b"\n") >= 3):
@@ -68,8 +84,9 @@ def test_killed_eval_resumes_without_replaying(tmp_path: Path) -> None:
     before = read_episodes(out, repair=True)
     assert 3 <= len(before) < 12
     with running(create_app()) as fast:
-        result = subprocess.run(eval_command(f"{fast}/v1", out, "--episodes", "12"), capture_output=True,
-                                text=True, timeout=300)
+        result = subprocess.run(
+            eval_command(f"{fast}/v1", out, "--episodes", "12"), capture_output=True, text=True, timeout=300
+        )
     assert result.returncode == 0, result.stderr
     after = read_episodes(out)
     assert sorted(e.index for e in after) == list(range(12))
@@ -88,8 +105,10 @@ def test_flaky_endpoint_is_retried(tmp_path: Path) -> None:
     # so every request succeeds within its 3 retries: each failure here is a retry bug.
     faults = Faults(error_every=3, stall_every=5, stall_s=3.0)
     with running(create_app(faults=faults)) as url:
-        policy = lambda: ChatPolicy("scripted", Wordle.tools, base_url=f"{url}/v1",  # noqa: E731
-                                    max_retries=3, timeout_s=0.5)
+
+        def policy() -> ChatPolicy:
+            return ChatPolicy("scripted", Wordle.tools, base_url=f"{url}/v1", max_retries=3, timeout_s=0.5)
+
         summary = rollout(Wordle, policy, plan_episodes(Wordle, 6, "test"), concurrency=1)
     assert summary.failures == 0 and summary.success_rate == 1.0
 
@@ -117,8 +136,12 @@ def test_eval_against_a_remote_environment_server(endpoint: str, tmp_path: Path)
 
     out = tmp_path / "remote.jsonl"
     with running(create_env_app(Wordle)) as env_url:
-        result = subprocess.run(eval_command(endpoint, out, "--episodes", "6", "--concurrency", "3",
-                                             "--url", env_url), capture_output=True, text=True, timeout=300)
+        result = subprocess.run(
+            eval_command(endpoint, out, "--episodes", "6", "--concurrency", "3", "--url", env_url),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
     assert result.returncode == 0, result.stderr
     episodes = read_episodes(out)
     assert len(episodes) == 6 and all(e.success for e in episodes)

@@ -20,16 +20,26 @@ from omnienv.rollout import arun_episode, make_policy
 from omnienv.rollout.loop import EpisodePlan
 from omnienv.scaffold import ARCHETYPES, CreatedEnvironment
 
-NAMES = {"single-turn": "quick-sum", "multi-turn-tools": "code-breaker", "sandboxed-code": "solve-it",
-         "vision": "count-squares"}
+NAMES = {
+    "single-turn": "quick-sum",
+    "multi-turn-tools": "code-breaker",
+    "sandboxed-code": "solve-it",
+    "vision": "count-squares",
+}
 
 
 @pytest.mark.parametrize("archetype", ARCHETYPES)
 def test_make_test_passes_as_generated(archetype: str, generated: Callable[[str, str], CreatedEnvironment]) -> None:
     created = generated(NAMES[archetype], archetype)
     env = {key: value for key, value in os.environ.items() if key not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
-    result = subprocess.run(["make", "test", f"PYTHON={sys.executable}"], cwd=created.root, capture_output=True,
-                            text=True, timeout=240, env=env)  # a make of its own, even when run from `make test`
+    result = subprocess.run(
+        ["make", "test", f"PYTHON={sys.executable}"],
+        cwd=created.root,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env=env,
+    )  # a make of its own, even when run from `make test`
     output = result.stdout + result.stderr
     assert result.returncode == 0, output
     assert " passed" in output and "failed" not in output

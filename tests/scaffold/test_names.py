@@ -13,7 +13,11 @@ from omnienv.scaffold.names import MAX_LENGTH, scaffold_names
 def test_one_name_gives_package_class_and_title() -> None:
     names = scaffold_names("count-letters")
     assert (names.name, names.package, names.class_name, names.title) == (
-        "count-letters", "count_letters", "CountLetters", "Count Letters")
+        "count-letters",
+        "count_letters",
+        "CountLetters",
+        "Count Letters",
+    )
     assert scaffold_names("maze2d_v2").class_name == "Maze2dV2"
 
 

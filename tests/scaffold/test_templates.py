@@ -14,8 +14,17 @@ from omnienv.scaffold import ARCHETYPES, CreatedEnvironment
 from omnienv.scaffold.render import render_archetype
 
 LONGEST = "x-abcdefghijklmnopqrstuvwxyz0123"  # 32 characters: the most that names allow
-COMMON_FILES = {"pyproject.toml", "README.md", "Makefile", ".gitignore", "tests/test_contract.py",
-                "tests/test_env.py", "{package}/__init__.py", "{package}/env.py", "{package}/policy.py"}
+COMMON_FILES = {
+    "pyproject.toml",
+    "README.md",
+    "Makefile",
+    ".gitignore",
+    "tests/test_contract.py",
+    "tests/test_env.py",
+    "{package}/__init__.py",
+    "{package}/env.py",
+    "{package}/policy.py",
+}
 
 
 def ruff() -> list[str]:
@@ -24,8 +33,10 @@ def ruff() -> list[str]:
 
 @pytest.mark.parametrize("archetype", ARCHETYPES)
 def test_every_template_renders_completely(archetype: str) -> None:
-    variables = {key: f"<{key}>" for key in ("name", "class_name", "title", "archetype", "archetype_summary",
-                                             "omnienv_requirement", "init_all")}
+    variables = {
+        key: f"<{key}>"
+        for key in ("name", "class_name", "title", "archetype", "archetype_summary", "omnienv_requirement", "init_all")
+    }
     files = render_archetype(archetype, {**variables, "package": "pkg"})
     names = {str(path) for path in files}
     assert {f.format(package="pkg") for f in COMMON_FILES} <= names
@@ -42,8 +53,9 @@ def test_generated_package_is_lint_clean_with_the_longest_name(
     for path in created.files:
         if path.suffix == ".py":
             compile(path.read_text(), str(path), "exec")
-    result = subprocess.run([*ruff(), "check", "--no-cache", "."], cwd=created.root, capture_output=True,
-                            text=True, timeout=60)
+    result = subprocess.run(
+        [*ruff(), "check", "--no-cache", "."], cwd=created.root, capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 

@@ -31,10 +31,18 @@ def _free_port() -> int:
 @contextlib.contextmanager
 def served(created: CreatedEnvironment, log: Path) -> Iterator[str]:
     port = _free_port()
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(created.root),
-                                                                      os.environ.get("PYTHONPATH")]))}
-    command = [sys.executable, "-m", "omnienv.cli.main", "serve", created.target, "--host", "127.0.0.1",
-               "--port", str(port)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(created.root), os.environ.get("PYTHONPATH")]))}
+    command = [
+        sys.executable,
+        "-m",
+        "omnienv.cli.main",
+        "serve",
+        created.target,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+    ]
     with log.open("w") as sink:
         process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, env=env)
         try:
@@ -57,7 +65,12 @@ def test_omnienv_check_passes_over_the_wire(
 ) -> None:
     created = generated(f"wire-{archetype}", archetype)
     with served(created, tmp_path / "server.log") as url:
-        result = subprocess.run([sys.executable, "-m", "omnienv.cli.main", "check", url],
-                                capture_output=True, text=True, timeout=180, env={**os.environ, "COLUMNS": "200"})
+        result = subprocess.run(
+            [sys.executable, "-m", "omnienv.cli.main", "check", url],
+            capture_output=True,
+            text=True,
+            timeout=180,
+            env={**os.environ, "COLUMNS": "200"},
+        )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "all checks passed" in result.stdout

@@ -55,8 +55,12 @@ def test_a_token_is_made_when_none_is_given() -> None:
 
 def test_websocket_reset_step_and_state_frames_are_refused(agent_only) -> None:
     with ws(agent_only.served.url) as connection:
-        for frame in ({"type": "reset", "data": {}}, call("guess", word="crane"), {"type": "state"},
-                      {"type": "mcp", "data": rpc("openenv/session/create")}):
+        for frame in (
+            {"type": "reset", "data": {}},
+            call("guess", word="crane"),
+            {"type": "state"},
+            {"type": "mcp", "data": rpc("openenv/session/create")},
+        ):
             reply = ask(connection, frame)
             if reply["type"] == "mcp":
                 assert reply["data"]["error"]["data"]["code"] == "AGENT_ONLY"
@@ -68,24 +72,34 @@ def test_websocket_reset_step_and_state_frames_are_refused(agent_only) -> None:
 
 def test_http_reset_step_and_state_are_refused(agent_only) -> None:
     refused(agent_only.post("/reset", json={}))
-    refused(agent_only.post("/step", json={"action": {"type": "call_tool", "tool_name": "guess",
-                                                      "arguments": {"word": "crane"}}}))
+    refused(
+        agent_only.post(
+            "/step", json={"action": {"type": "call_tool", "tool_name": "guess", "arguments": {"word": "crane"}}}
+        )
+    )
     refused(agent_only.get("/state"))
     refused(agent_only.post("/sessions"))  # agents neither open nor close sessions
     started = agent_only.post("/operator/sessions", json={}, headers=operator(agent_only))
     session = started.json()["session_id"]
     refused(agent_only.delete(f"/sessions/{session}"))
     refused(agent_only.post(f"/sessions/{session}/reset", json={}))
-    refused(agent_only.post(f"/sessions/{session}/step", json={"type": "call_tool", "tool_name": "guess",
-                                                               "arguments": {"word": "crane"}}))
+    refused(
+        agent_only.post(
+            f"/sessions/{session}/step",
+            json={"type": "call_tool", "tool_name": "guess", "arguments": {"word": "crane"}},
+        )
+    )
     refused(agent_only.get(f"/sessions/{session}/state"))
     assert agent_only.post("/create_session", json={}).status_code == 404  # ORS/NeMo dialects are off
     assert agent_only.post("/seed_session", json={}).status_code == 404
 
 
 def test_openenv_json_rpc_is_refused_but_tools_can_be_listed(agent_only) -> None:
-    for method, params in (("openenv/session/create", {}), ("openenv/session/close", {"session_id": "x"}),
-                           ("tools/call", {"name": "guess", "arguments": {"word": "crane"}})):
+    for method, params in (
+        ("openenv/session/create", {}),
+        ("openenv/session/close", {"session_id": "x"}),
+        ("tools/call", {"name": "guess", "arguments": {"word": "crane"}}),
+    ):
         error = agent_only.post("/mcp", json=rpc(method, params)).json()["error"]
         assert error["data"]["code"] == "AGENT_ONLY", method
     assert len(agent_only.post("/mcp", json=rpc("tools/list")).json()["result"]["tools"]) == 2
@@ -100,8 +114,10 @@ def test_operator_routes_need_the_token(agent_only) -> None:
 
 def test_mcp_initialize_needs_an_operator_episode(agent_only) -> None:
     async def connect() -> None:
-        async with streamable_http_client(f"{agent_only.served.url}/mcp") as (read, write), \
-                ClientSession(read, write) as session:
+        async with (
+            streamable_http_client(f"{agent_only.served.url}/mcp") as (read, write),
+            ClientSession(read, write) as session,
+        ):
             await session.initialize()
 
     with pytest.raises(BaseException) as caught:
@@ -118,8 +134,10 @@ def test_the_operator_starts_the_episode_and_the_agent_plays_it_over_mcp(agent_o
     assert "guess" in started.json()["data"]["observation"]["content"][0]["text"].lower()
 
     async def play() -> tuple[list[str], list[str]]:
-        async with streamable_http_client(agent_only.served.url + path) as (read, write), \
-                ClientSession(read, write) as session:
+        async with (
+            streamable_http_client(agent_only.served.url + path) as (read, write),
+            ClientSession(read, write) as session,
+        ):
             await session.initialize()
             tools = [t.name for t in (await session.list_tools()).tools]
             history: list[tuple[str, str]] = []
@@ -141,8 +159,9 @@ def test_the_operator_starts_the_episode_and_the_agent_plays_it_over_mcp(agent_o
     eventually(lambda: not agent_only.served.manager.sessions[session_id].attached)
     state = agent_only.get(f"/operator/sessions/{session_id}/state", headers=operator(agent_only)).json()
     assert state["data"]["done"] is True and state["data"]["step_count"] == len(texts)
-    again = agent_only.post(f"/operator/sessions/{session_id}/reset", json={"task_id": "test/0004"},
-                            headers=operator(agent_only))
+    again = agent_only.post(
+        f"/operator/sessions/{session_id}/reset", json={"task_id": "test/0004"}, headers=operator(agent_only)
+    )
     assert again.status_code == 200
     closed = agent_only.delete(f"/operator/sessions/{session_id}", headers=operator(agent_only)).json()
     assert closed == {"session_id": session_id, "closed": True}

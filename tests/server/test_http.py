@@ -23,8 +23,12 @@ def http(serve):
 def test_discovery_routes_match_openenv(http) -> None:
     assert http.get("/health").json() == {"status": "healthy"}
     assert http.get("/metadata").json() == {
-        "name": "wordle", "description": Wordle.description, "readme_content": None, "version": "1.0.0",
-        "author": None, "documentation_url": None,
+        "name": "wordle",
+        "description": Wordle.description,
+        "readme_content": None,
+        "version": "1.0.0",
+        "author": None,
+        "documentation_url": None,
     }
     schema = http.get("/schema").json()
     assert set(schema) == {"action", "observation", "state"}
@@ -114,8 +118,11 @@ def test_two_requests_racing_on_one_session_are_refused_not_interleaved(serve) -
         client.post(f"/sessions/{session}/reset")
         import threading
 
-        slow = threading.Thread(target=client.post, args=(f"/sessions/{session}/step",),
-                                kwargs={"json": {"type": "call_tool", "tool_name": "hang"}})
+        slow = threading.Thread(
+            target=client.post,
+            args=(f"/sessions/{session}/step",),
+            kwargs={"json": {"type": "call_tool", "tool_name": "hang"}},
+        )
         slow.start()
         try:
             eventually(lambda: manager.sessions[session].machine.busy, what="first step running")

@@ -206,7 +206,6 @@ def test_no_task_thread_or_socket_outlives_its_session(serve) -> None:
     eventually(lambda: _fds() <= fds_before, what="sockets closed")
 
 
-
 def test_an_environment_the_machine_cannot_run_stops_the_server_at_start_up(capfd) -> None:
     """``preflight`` runs once when the server starts: the operator learns the fix before any episode."""
     from omnienv.core import Environment, EnvironmentFailure, tool

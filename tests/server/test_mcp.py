@@ -63,8 +63,11 @@ def test_a_detached_session_closes_at_once_and_close_keeps_attached_ones(mcp) ->
     [
         (b"xx", -32700, "Parse error"),
         (b"{}", -32600, "Invalid request"),
-        (json.dumps({"jsonrpc": "2.0", "method": "tools/list", "params": [1], "id": 4}).encode(), -32602,
-         "Params must be an object"),
+        (
+            json.dumps({"jsonrpc": "2.0", "method": "tools/list", "params": [1], "id": 4}).encode(),
+            -32602,
+            "Params must be an object",
+        ),
         (json.dumps(rpc("resources/list")).encode(), -32601, "Method not found"),
         (json.dumps(rpc("tools/call", {"arguments": {}})).encode(), -32602, "'name'"),
         (json.dumps(rpc("tools/list", {"session_id": "nope"})).encode(), -32602, "Unknown session_id: nope"),
@@ -82,11 +85,15 @@ def test_capacity_and_usage_errors_keep_our_codes_in_data(mcp) -> None:
     for _ in range(2):
         mcp.post("/mcp", json=rpc("openenv/session/create"))
     full = mcp.post("/mcp", json=rpc("openenv/session/create")).json()["error"]
-    assert full["code"] == -32000 and full["data"] == {"code": "CAPACITY_REACHED", "active_sessions": 2,
-                                                       "max_sessions": 2}
+    assert full["code"] == -32000 and full["data"] == {
+        "code": "CAPACITY_REACHED",
+        "active_sessions": 2,
+        "max_sessions": 2,
+    }
     session = next(iter(mcp.manager.sessions))
-    not_reset = mcp.post("/mcp", json=rpc("tools/call", {"name": "guess", "arguments": {"word": "crane"},
-                                                         "session_id": session})).json()["error"]
+    not_reset = mcp.post(
+        "/mcp", json=rpc("tools/call", {"name": "guess", "arguments": {"word": "crane"}, "session_id": session})
+    ).json()["error"]
     assert not_reset["data"]["code"] == "NOT_RESET"
 
 

@@ -99,8 +99,10 @@ def test_each_mcp_session_owns_its_episode_and_the_task_comes_from_the_url(serve
     url, manager = serve("wordle")
 
     async def main() -> tuple[str, str]:
-        async with http_session(f"{url}/mcp?task_id=test/0003") as one, \
-                http_session(f"{url}/mcp?task_id=test/0004") as two:
+        async with (
+            http_session(f"{url}/mcp?task_id=test/0003") as one,
+            http_session(f"{url}/mcp?task_id=test/0004") as two,
+        ):
             assert manager.active == 2
             first = (await one.call_tool("guess", {"word": "crane"})).content[0].text
             second = (await two.call_tool("guess", {"word": "crane"})).content[0].text
@@ -134,8 +136,10 @@ def test_images_and_tool_errors_map_to_mcp_content(serve) -> None:
 
 
 def test_tool_result_flags_infrastructure_failures() -> None:
-    step = {"observation": {"result": {"content": [], "is_error": False}},
-            "failure": {"kind": "step_timeout", "message": "tool 'x' ran too long"}}
+    step = {
+        "observation": {"result": {"content": [], "is_error": False}},
+        "failure": {"kind": "step_timeout", "message": "tool 'x' ran too long"},
+    }
     result = tool_result(step)
     assert result.is_error is True and result.content[0].text == "tool 'x' ran too long"
 
@@ -151,11 +155,20 @@ def test_a_bad_task_in_the_url_fails_initialize_and_the_server_lives(serve) -> N
         run(bad())
     assert "wordle has no split 'nope'" in str(leaf(caught.value))  # the client reads why
     with httpx.Client(trust_env=False, timeout=10) as client:
-        raw = client.post(f"{url}/mcp?task_id=nope/1", json={
-            "jsonrpc": "2.0", "id": 1, "method": "initialize",
-            "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                       "clientInfo": {"name": "t", "version": "1"}},
-        }, headers={"accept": "application/json, text/event-stream"})
+        raw = client.post(
+            f"{url}/mcp?task_id=nope/1",
+            json={
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": {"name": "t", "version": "1"},
+                },
+            },
+            headers={"accept": "application/json, text/event-stream"},
+        )
         assert raw.status_code == 404
         error = raw.json()["error"]
         assert "no split 'nope'" in error["message"] and error["data"]["code"] == "TASK_ERROR"
@@ -173,6 +186,7 @@ def test_a_bad_task_in_the_url_fails_initialize_and_the_server_lives(serve) -> N
 def test_bad_json_rpc_gets_standard_codes_and_the_server_survives(serve) -> None:
     url, manager = serve("wordle")
     with httpx.Client(base_url=url, trust_env=False, timeout=10) as client:
+
         def post(body: bytes | dict, **headers: str) -> httpx.Response:
             if isinstance(body, dict):
                 return client.post("/mcp", json=body, headers=headers)
@@ -183,8 +197,12 @@ def test_bad_json_rpc_gets_standard_codes_and_the_server_survives(serve) -> None
         assert post({"jsonrpc": "2.0", "id": 1, "method": "no/such"}).json()["error"]["code"] == -32601
         bad_params = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"session_id": "x"}}
         assert post(bad_params).json()["error"]["code"] == -32602
-        unknown = {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-                   "params": {"name": "guess", "arguments": {"word": "crane"}, "session_id": "missing"}}
+        unknown = {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {"name": "guess", "arguments": {"word": "crane"}, "session_id": "missing"},
+        }
         answer = post(unknown).json()["error"]
         assert answer["code"] == -32602 and "Unknown session_id" in answer["message"]
         stale = post({"jsonrpc": "2.0", "id": 4, "method": "tools/list"}, **{"mcp-session-id": "gone"})
@@ -196,7 +214,8 @@ def test_bad_json_rpc_gets_standard_codes_and_the_server_survives(serve) -> None
 
 def test_omnienv_mcp_serves_one_episode_over_stdio() -> None:
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "omnienv.cli.main", "mcp", "wordle", "--task-id", "test/0003"],
+        command=sys.executable,
+        args=["-m", "omnienv.cli.main", "mcp", "wordle", "--task-id", "test/0003"],
     )
 
     async def main() -> tuple[list[str], str, Any]:
@@ -238,8 +257,10 @@ def test_an_idle_mcp_session_is_reaped_and_its_calls_say_why(serve) -> None:
     url, manager = serve("wordle", idle_timeout=0.3)
 
     async def main() -> Any:
-        async with streamable_http_client(f"{url}/mcp", terminate_on_close=False) as (read, write), \
-                ClientSession(read, write) as session:
+        async with (
+            streamable_http_client(f"{url}/mcp", terminate_on_close=False) as (read, write),
+            ClientSession(read, write) as session,
+        ):
             await session.initialize()
             assert manager.active == 1
             deadline = asyncio.get_running_loop().time() + 10

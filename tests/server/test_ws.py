@@ -78,8 +78,11 @@ def test_bad_input_gets_clear_errors_and_the_session_survives(serve) -> None:
             ("[1, 2]", "VALIDATION_ERROR", "JSON object"),
             ({"type": "bogus"}, "UNKNOWN_TYPE", "Unknown message type: bogus"),
             ({"type": "step", "data": {"type": "jump"}}, "VALIDATION_ERROR", "call_tool"),
-            ({"type": "step", "data": {"type": "call_tool", "tool_name": "guess", "arguments": "crane"}},
-             "VALIDATION_ERROR", "'arguments' of tool 'guess' must be a JSON object"),
+            (
+                {"type": "step", "data": {"type": "call_tool", "tool_name": "guess", "arguments": "crane"}},
+                "VALIDATION_ERROR",
+                "'arguments' of tool 'guess' must be a JSON object",
+            ),
             ({"type": "reset", "data": {"seed": "seven"}}, "VALIDATION_ERROR", "'seed'"),
             ({"type": "reset", "data": {"task_id": "test/9999"}}, "TASK_ERROR", "no task 'test/9999'"),
             ({"type": "reset", "data": {"split": "dev"}}, "TASK_ERROR", "no split 'dev'"),
@@ -106,9 +109,15 @@ def test_capacity_refusal_is_openenvs_accept_error_close(serve) -> None:
             ask(connection, {"type": "reset", "data": {}})
         with ws(url) as third:
             refusal = json.loads(third.recv(timeout=5))
-            assert refusal == {"type": "error", "data": {
-                "message": refusal["data"]["message"], "code": "CAPACITY_REACHED",
-                "active_sessions": 2, "max_sessions": 2}}
+            assert refusal == {
+                "type": "error",
+                "data": {
+                    "message": refusal["data"]["message"],
+                    "code": "CAPACITY_REACHED",
+                    "active_sessions": 2,
+                    "max_sessions": 2,
+                },
+            }
             assert refusal["data"]["message"].startswith("Server at capacity: 2/2 sessions active.")
             with pytest.raises(ConnectionClosed) as closed:
                 third.recv(timeout=5)

@@ -13,8 +13,14 @@ from omnienv.server import create_app, running
 
 CHROMIUM = os.environ.get("OMNIENV_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
 ]
 TIMEOUT_MS = 15_000
 
@@ -25,8 +31,7 @@ def browser() -> Iterator[Any]:
     if not os.path.exists(CHROMIUM):
         pytest.skip(f"no Chromium at {CHROMIUM}: `make system-deps` installs Debian's chromium package")
     with playwright_api.sync_playwright() as driver:
-        launched = driver.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True,
-                                          timeout=60_000)
+        launched = driver.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True, timeout=60_000)
         try:
             yield launched
         finally:
@@ -41,7 +46,6 @@ def page(browser: Any) -> Iterator[Any]:
     page = context.new_page()
     problems: list[str] = []
     page.on("pageerror", lambda error: problems.append(f"page error: {error}"))
-
 
     def on_console(message: Any) -> None:
         # HTTP error statuses are logged by the browser itself; tests assert on how the page shows them

@@ -19,8 +19,12 @@ def png(width: int, height: int, rgb: tuple[int, int, int]) -> bytes:
 
     row = b"\x00" + bytes(rgb) * width
     header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(row * height))
-            + chunk(b"IEND", b""))
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(row * height))
+        + chunk(b"IEND", b"")
+    )
 
 
 class Forms(Environment):
@@ -61,8 +65,16 @@ class Forms(Environment):
             tags: Labels, one per line.
             note: Optional remark.
         """
-        args = {"text": text, "count": count, "ratio": ratio, "flag": flag, "color": color, "point": point,
-                "tags": tags, "note": note}
+        args = {
+            "text": text,
+            "count": count,
+            "ratio": ratio,
+            "flag": flag,
+            "color": color,
+            "point": point,
+            "tags": tags,
+            "note": note,
+        }
         return "ARGS " + json.dumps(args, sort_keys=True)
 
     @tool
@@ -73,5 +85,6 @@ class Forms(Environment):
     @tool
     def snap(self) -> ToolResult:
         """Return a 40x30 red picture and end the episode with reward 1."""
-        return ToolResult.of(["a red picture", ImageBlock(png(40, 30, (220, 20, 20)))], reward=1.0, done=True,
-                             info={"success": True})
+        return ToolResult.of(
+            ["a red picture", ImageBlock(png(40, 30, (220, 20, 20)))], reward=1.0, done=True, info={"success": True}
+        )

@@ -124,8 +124,16 @@ def test_forms_send_typed_arguments_and_images_render(page: Any, forms_url: str)
     page.press("#tool-record-tags", "Control+Enter")  # sends from a text box
     text = page.wait_for_selector("[data-kind=step][data-step='1']").text_content()
     sent = json.loads(text.split("ARGS ", 1)[1].split("}", 1)[0] + "}")
-    assert sent == {"text": "hello", "count": 7, "ratio": 0.25, "flag": True, "color": "green",
-                    "point": [10, 20], "tags": ["a b", "c"], "note": None}
+    assert sent == {
+        "text": "hello",
+        "count": 7,
+        "ratio": 0.25,
+        "flag": True,
+        "color": "green",
+        "point": [10, 20],
+        "tags": ["a b", "c"],
+        "note": None,
+    }
 
     # a click on a picture puts its pixel into the point field
     page.click("form[data-tool=picture] button.call")

@@ -71,8 +71,7 @@ def test_the_ui_adds_no_heavy_imports() -> None:
         "before = set(sys.modules); create_app('wordle', ui=True); "
         "print(' '.join(sorted(set(sys.modules) - before)))"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                          timeout=60)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     added = set(done.stdout.split())
     assert "omnienv.ui.routes" in added  # the check can fail: the pages did load
     assert added <= {"omnienv.ui", "omnienv.ui.routes", "starlette.staticfiles"}, added

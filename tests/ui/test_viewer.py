@@ -29,14 +29,18 @@ def _desktop_episode(index: int) -> Episode:
     shot = Observation((TextBlock("the screen"), ImageBlock(png(64, 48, (20, 90, 200)))))
     episode = Episode("desktop", index, "test/0001", 7, "llm", prompt=Observation.of("Open the editor."))
     episode.steps.append(Step(ToolCall("screenshot", {}, "c1"), StepResult(shot, 0.0), 0.05))
-    episode.steps.append(Step(ToolCall("left_click", {"coordinate": [10, 20]}, "c2"),
-                              StepResult(Observation.of("clicked"), 0.25), 0.01))
+    episode.steps.append(
+        Step(ToolCall("left_click", {"coordinate": [10, 20]}, "c2"), StepResult(Observation.of("clicked"), 0.25), 0.01)
+    )
     episode.failure = Failure("sandbox_crashed", "the X server went away")
     episode.messages = [
         {"role": "system", "content": "You drive a desktop."},
         {"role": "user", "content": "Open the editor."},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "c1", "type": "function", "function": {"name": "screenshot", "arguments": "{}"}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "screenshot", "arguments": "{}"}}],
+        },
         {"role": "tool", "tool_call_id": "c1", "content": "the screen"},
     ]
     return episode
@@ -46,9 +50,24 @@ def _desktop_episode(index: int) -> Episode:
 def trajectory(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("trajectories") / "run.jsonl"
     subprocess.run(
-        [sys.executable, "-m", "omnienv.cli.main", "rollout", "wordle", "--policy", "solver", "--episodes",
-         str(SOLVED), "--split", "test", "--out", str(path)],
-        check=True, capture_output=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "omnienv.cli.main",
+            "rollout",
+            "wordle",
+            "--policy",
+            "solver",
+            "--episodes",
+            str(SOLVED),
+            "--split",
+            "test",
+            "--out",
+            str(path),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=120,
     )
     with path.open("ab") as handle:
         handle.write(orjson.dumps(_desktop_episode(SOLVED).to_dict()) + b"\n")
@@ -152,7 +171,7 @@ def test_view_lists_filters_and_steps_through(page: Any, view_url: str, trajecto
     page.click("#messages summary")
     conversation = page.text_content("#messages")
     assert "→ screenshot()" in conversation and "You drive a desktop." in conversation
-    assert 'left_click(coordinate=[10,20])' in page.text_content("#steps")
+    assert "left_click(coordinate=[10,20])" in page.text_content("#steps")
     page.screenshot(path=str(shots_dir() / "view-episode.png"), full_page=True)
 
 
@@ -215,7 +234,11 @@ def test_viewer_api_follows_a_growing_file(tmp_path: Path, trajectory: Path) -> 
 
 
 def test_view_refuses_a_missing_file(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "omnienv.cli.main", "view", str(tmp_path / "nope.jsonl")],
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "omnienv.cli.main", "view", str(tmp_path / "nope.jsonl")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 2
     assert "no trajectory file" in done.stderr

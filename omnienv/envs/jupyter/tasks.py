@@ -56,8 +56,10 @@ REGIONS = ["north", "south", "east", "west"]
 PRODUCTS = ["apple", "banana", "cherry", "durian", "elderberry", "fig"]
 MONTHS = ["January", "February", "March", "April", "May", "June"]
 COMPONENTS = ["auth", "db", "api", "cache", "queue", "billing"]
-WORDS = ("river stone cloud lantern orchard meadow harbor falcon copper willow ember canyon glacier "
-         "thunder pepper violet maple comet velvet marble cedar puzzle rocket garden silver").split()
+WORDS = (
+    "river stone cloud lantern orchard meadow harbor falcon copper willow ember canyon glacier "
+    "thunder pepper violet maple comet velvet marble cedar puzzle rocket garden silver"
+).split()
 
 
 def _sales(rng: random.Random) -> list[list[Any]]:
@@ -81,7 +83,10 @@ def sales_total(rng: random.Random) -> Built:
     return Built(
         f"sales.csv lists sales (date, region, product, units, unit_price). What is the total revenue "
         f"(units x unit_price) of the '{region}' region? Round to 2 decimal places.",
-        round(total, 2), _decimals(2), {"sales.csv": _csv(SALES_HEADER, rows)}, {"region": region},
+        round(total, 2),
+        _decimals(2),
+        {"sales.csv": _csv(SALES_HEADER, rows)},
+        {"region": region},
     )
 
 
@@ -99,7 +104,10 @@ def sales_top_product(rng: random.Random) -> Built:
     return Built(
         f"sales.csv lists sales (date, region, product, units, unit_price) in 2024. Which product "
         f"sold the most units in {MONTHS[month - 1]} 2024? Answer with the product name.",
-        best, 0.0, {"sales.csv": _csv(SALES_HEADER, rows)}, {"month": month},
+        best,
+        0.0,
+        {"sales.csv": _csv(SALES_HEADER, rows)},
+        {"month": month},
     )
 
 
@@ -115,20 +123,26 @@ def sensor_mean(rng: random.Random) -> Built:
         f"readings.csv has temperature readings (sensor, minute, temperature); some temperatures are "
         f"missing (empty). What is the mean temperature of sensor {sensor}, ignoring missing readings? "
         f"Round to 3 decimal places.",
-        round(sum(values) / len(values), 3), _decimals(3),
-        {"readings.csv": _csv(["sensor", "minute", "temperature"], rows)}, {"sensor": sensor},
+        round(sum(values) / len(values), 3),
+        _decimals(3),
+        {"readings.csv": _csv(["sensor", "minute", "temperature"], rows)},
+        {"sensor": sensor},
     )
 
 
 def grades_pass(rng: random.Random) -> Built:
-    rows = [[f"student_{i:03d}", rng.randint(20, 100), rng.randint(20, 100), rng.randint(20, 100)]
-            for i in range(rng.randint(80, 150))]
+    rows = [
+        [f"student_{i:03d}", rng.randint(20, 100), rng.randint(20, 100), rng.randint(20, 100)]
+        for i in range(rng.randint(80, 150))
+    ]
     threshold = rng.randint(55, 75)
     count = sum(1 for _, a, b, c in rows if a + b + c >= 3 * threshold)
     return Built(
         f"students.csv has each student's math, physics and chemistry scores. How many students have "
         f"an average score (over the three subjects) of at least {threshold}?",
-        count, 0.0, {"students.csv": _csv(["name", "math", "physics", "chemistry"], rows)},
+        count,
+        0.0,
+        {"students.csv": _csv(["name", "math", "physics", "chemistry"], rows)},
         {"threshold": threshold},
     )
 
@@ -143,7 +157,8 @@ def correlation(rng: random.Random) -> Built:
     return Built(
         "xy.csv has two columns, x and y. What is the Pearson correlation coefficient of x and y? "
         "Round to 4 decimal places.",
-        round(sxy / math.sqrt(sxx * syy), 4), _decimals(4),
+        round(sxy / math.sqrt(sxx * syy), 4),
+        _decimals(4),
         {"xy.csv": _csv(["x", "y"], [[x, y] for x, y in zip(xs, ys, strict=True)])},
     )
 
@@ -160,7 +175,10 @@ def log_errors(rng: random.Random) -> Built:
     return Built(
         f"server.log is an application log; each line reads 'TIMESTAMP LEVEL [component] message'. "
         f"How many ERROR lines come from the '{component}' component?",
-        errors[component], 0.0, {"server.log": ("\n".join(lines) + "\n").encode()}, {"component": component},
+        errors[component],
+        0.0,
+        {"server.log": ("\n".join(lines) + "\n").encode()},
+        {"component": component},
     )
 
 
@@ -170,8 +188,10 @@ def json_orders(rng: random.Random) -> Built:
         orders, spent = [], Counter[str]()
         for i in range(rng.randint(40, 80)):
             customer = rng.choice(customers)
-            items = [{"sku": f"SKU-{rng.randint(100, 999)}", "qty": rng.randint(1, 5),
-                      "price": round(rng.uniform(1, 50), 2)} for _ in range(rng.randint(1, 4))]
+            items = [
+                {"sku": f"SKU-{rng.randint(100, 999)}", "qty": rng.randint(1, 5), "price": round(rng.uniform(1, 50), 2)}
+                for _ in range(rng.randint(1, 4))
+            ]
             spent[customer] += sum(item["qty"] * item["price"] for item in items)
             orders.append({"id": i + 1, "customer": customer, "items": items})
         (best, top), (_, second) = spent.most_common(2)
@@ -180,7 +200,9 @@ def json_orders(rng: random.Random) -> Built:
     return Built(
         "orders.json is a list of orders, each with a customer and items (sku, qty, price). Which "
         "customer spent the most in total (sum of qty x price)? Answer with the customer's name.",
-        best, 0.0, {"orders.json": json.dumps(orders, indent=1).encode()},
+        best,
+        0.0,
+        {"orders.json": json.dumps(orders, indent=1).encode()},
     )
 
 
@@ -191,9 +213,10 @@ def primes_between(rng: random.Random) -> Built:
     sieve[0] = sieve[1] = 0
     for i in range(2, math.isqrt(high) + 1):
         if sieve[i]:
-            sieve[i * i:: i] = bytearray(len(range(i * i, high + 1, i)))
-    return Built(f"How many prime numbers p satisfy {low} <= p <= {high}?", sum(sieve[low:]), 0.0, {},
-                 {"low": low, "high": high})
+            sieve[i * i :: i] = bytearray(len(range(i * i, high + 1, i)))
+    return Built(
+        f"How many prime numbers p satisfy {low} <= p <= {high}?", sum(sieve[low:]), 0.0, {}, {"low": low, "high": high}
+    )
 
 
 def fib_mod(rng: random.Random) -> Built:
@@ -201,8 +224,9 @@ def fib_mod(rng: random.Random) -> Built:
     a, b = 0, 1
     for _ in range(n):
         a, b = b, (a + b) % m
-    return Built(f"With F(0) = 0, F(1) = 1 and F(k) = F(k-1) + F(k-2), what is F({n}) mod {m}?",
-                 a, 0.0, {}, {"n": n, "m": m})
+    return Built(
+        f"With F(0) = 0, F(1) = 1 and F(k) = F(k-1) + F(k-2), what is F({n}) mod {m}?", a, 0.0, {}, {"n": n, "m": m}
+    )
 
 
 def _bfs(grid: list[str]) -> int | None:
@@ -230,7 +254,9 @@ def grid_path(rng: random.Random) -> Built:
     return Built(
         "grid.txt is a maze: '.' is open, '#' is a wall. Moving up, down, left or right between open "
         "cells, what is the fewest number of moves from the top-left cell to the bottom-right cell?",
-        steps, 0.0, {"grid.txt": ("\n".join(grid) + "\n").encode()},
+        steps,
+        0.0,
+        {"grid.txt": ("\n".join(grid) + "\n").encode()},
     )
 
 
@@ -261,7 +287,9 @@ def graph_distance(rng: random.Random) -> Built:
     return Built(
         f"edges.csv lists the edges of an undirected weighted graph (u, v, weight). What is the length "
         f"of the shortest path from node {source} to node {target}?",
-        best[target], 0.0, {"edges.csv": _csv(["u", "v", "weight"], rows)},
+        best[target],
+        0.0,
+        {"edges.csv": _csv(["u", "v", "weight"], rows)},
         {"source": source, "target": target},
     )
 
@@ -271,11 +299,13 @@ def lis_length(rng: random.Random) -> Built:
     tails: list[int] = []
     for x in numbers:
         i = bisect_left(tails, x)
-        tails[i:i + 1] = [x]
+        tails[i : i + 1] = [x]
     return Built(
         "numbers.txt has one integer per line. What is the length of the longest strictly increasing "
         "subsequence (not necessarily contiguous)?",
-        len(tails), 0.0, {"numbers.txt": "".join(f"{x}\n" for x in numbers).encode()},
+        len(tails),
+        0.0,
+        {"numbers.txt": "".join(f"{x}\n" for x in numbers).encode()},
     )
 
 
@@ -289,7 +319,9 @@ def knapsack(rng: random.Random) -> Built:
     return Built(
         f"items.csv lists items (name, weight, value). Each item can be taken at most once. What is "
         f"the largest total value of items whose total weight is at most {capacity}?",
-        best[capacity], 0.0, {"items.csv": _csv(["name", "weight", "value"], items)},
+        best[capacity],
+        0.0,
+        {"items.csv": _csv(["name", "weight", "value"], items)},
         {"capacity": capacity},
     )
 
@@ -312,7 +344,9 @@ def word_frequency(rng: random.Random) -> Built:
     return Built(
         "text.txt holds some text. Which word occurs most often? Compare words ignoring case and the "
         "punctuation marks ',' and '.'. Answer with the word in lower case.",
-        best, 0.0, {"text.txt": ("\n".join(text) + "\n").encode()},
+        best,
+        0.0,
+        {"text.txt": ("\n".join(text) + "\n").encode()},
     )
 
 
@@ -324,7 +358,10 @@ def caesar(rng: random.Random) -> Built:
         f"secret.txt holds a message in lower case whose letters were each shifted forward by {shift} "
         f"places in the alphabet (a Caesar cipher, wrapping from z to a; spaces unchanged). What is the "
         f"decoded message?",
-        plain, 0.0, {"secret.txt": (secret + "\n").encode()}, {"shift": shift},
+        plain,
+        0.0,
+        {"secret.txt": (secret + "\n").encode()},
+        {"shift": shift},
     )
 
 
@@ -340,21 +377,44 @@ def edit_distance(rng: random.Random) -> Built:
     return Built(
         f"What is the Levenshtein edit distance (insertions, deletions and substitutions each cost 1) "
         f"between the strings '{a}' and '{b}'?",
-        previous[-1], 0.0, {}, {"a": a, "b": b},
+        previous[-1],
+        0.0,
+        {},
+        {"a": a, "b": b},
     )
 
 
 def digit_sum_power(rng: random.Random) -> Built:
     base, exponent = rng.randint(2, 99), rng.randint(200, 2000)
-    return Built(f"What is the sum of the decimal digits of {base}^{exponent}?",
-                 sum(int(d) for d in str(base**exponent)), 0.0, {}, {"base": base, "exponent": exponent})
+    return Built(
+        f"What is the sum of the decimal digits of {base}^{exponent}?",
+        sum(int(d) for d in str(base**exponent)),
+        0.0,
+        {},
+        {"base": base, "exponent": exponent},
+    )
 
 
 FAMILIES: dict[str, Callable[[random.Random], Built]] = {
-    fn.__name__: fn for fn in (
-        sales_total, sales_top_product, sensor_mean, grades_pass, correlation, log_errors, json_orders,
-        primes_between, fib_mod, grid_path, graph_distance, lis_length, knapsack, word_frequency, caesar,
-        edit_distance, digit_sum_power,
+    fn.__name__: fn
+    for fn in (
+        sales_total,
+        sales_top_product,
+        sensor_mean,
+        grades_pass,
+        correlation,
+        log_errors,
+        json_orders,
+        primes_between,
+        fib_mod,
+        grid_path,
+        graph_distance,
+        lis_length,
+        knapsack,
+        word_frequency,
+        caesar,
+        edit_distance,
+        digit_sum_power,
     )
 }
 
@@ -371,7 +431,13 @@ def jupyter_tasks(split: str) -> tuple[Task, ...]:
     for family in FAMILIES:
         for variant in VARIANTS[split]:
             built = build(family, variant)
-            data = {"family": family, "variant": variant, "question": built.question,
-                    "files": sorted(built.files), "params": built.params, "tolerance": built.tolerance}
+            data = {
+                "family": family,
+                "variant": variant,
+                "question": built.question,
+                "files": sorted(built.files),
+                "params": built.params,
+                "tolerance": built.tolerance,
+            }
             tasks.append(Task(f"{split}/{family}-{variant}", split, data, built.answer))
     return tuple(tasks)

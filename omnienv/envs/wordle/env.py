@@ -155,11 +155,13 @@ class Wordle(Environment):
             raise ToolError(f"{exc}; this guess did not use an attempt.") from None
         line = f"{game.guesses[-1].upper()} {marks}"
         if game.won:
-            return ToolResult.of(f"{line} — Correct! Solved in {len(game.guesses)} guesses.", done=True,
-                                 info={"success": True})
+            return ToolResult.of(
+                f"{line} — Correct! Solved in {len(game.guesses)} guesses.", done=True, info={"success": True}
+            )
         if game.over:
-            return ToolResult.of(f"{line} — Out of guesses. The word was '{game.answer}'.", done=True,
-                                 info={"success": False})
+            return ToolResult.of(
+                f"{line} — Out of guesses. The word was '{game.answer}'.", done=True, info={"success": False}
+            )
         left = MAX_ATTEMPTS - len(game.guesses)
         return ToolResult.of(f"{line} — {left} guess{'es' if left > 1 else ''} left.")
 
@@ -173,5 +175,8 @@ class Wordle(Environment):
 
     def state_fields(self) -> dict[str, object]:
         game = self.game
-        return {"guesses": list(game.guesses), "marks": list(game.marks),
-                "attempts_left": MAX_ATTEMPTS - len(game.guesses)}
+        return {
+            "guesses": list(game.guesses),
+            "marks": list(game.marks),
+            "attempts_left": MAX_ATTEMPTS - len(game.guesses),
+        }

@@ -27,10 +27,22 @@ def main() -> None:
         flags = (terminated, truncated)
         history.append(read_marks(observation))
     again = env.reset(seed=0)
-    print(json.dumps({"kind": "make", "is_gem_env": isinstance(env, gem.Env), "env_id": env.env_id,
-                      "rewards": rewards, "flags": flags, "success": info.get("success"),
-                      "suffix": info["suffix"], "reset_repeats": [again[0], again[1]["task_id"]] == list(first),
-                      "tools_listed": "<tools>" in first[0], "random_action": env.sample_random_action()}))
+    print(
+        json.dumps(
+            {
+                "kind": "make",
+                "is_gem_env": isinstance(env, gem.Env),
+                "env_id": env.env_id,
+                "rewards": rewards,
+                "flags": flags,
+                "success": info.get("success"),
+                "suffix": info["suffix"],
+                "reset_repeats": [again[0], again[1]["task_id"]] == list(first),
+                "tools_listed": "<tools>" in first[0],
+                "random_action": env.sample_random_action(),
+            }
+        )
+    )
 
     vec = gem.make_vec([env_id] * 2, seed=3)
     observations, _ = vec.reset()
@@ -38,7 +50,8 @@ def main() -> None:
     totals, finished = [0.0, 0.0], [False, False]
     for _ in range(12):
         observations, step_rewards, terminations, truncations, _ = vec.step(
-            [f"<guess>{next_guess(h)}</guess>" for h in histories])
+            [f"<guess>{next_guess(h)}</guess>" for h in histories]
+        )
         for i in range(2):
             if finished[i]:
                 continue
@@ -48,18 +61,34 @@ def main() -> None:
                 histories[i].append(read_marks(observations[i]))
         if all(finished):
             break
-    print(json.dumps({"kind": "make_vec", "totals": totals, "finished": finished,
-                      "seeds": [e.seed for e in vec.envs]}))
+    print(json.dumps({"kind": "make_vec", "totals": totals, "finished": finished, "seeds": [e.seed for e in vec.envs]}))
 
     spawned = env.spawn()
-    print(json.dumps({"kind": "spawn", "type": type(spawned).__name__, "fresh": spawned is not env,
-                      "resets": isinstance(spawned.reset()[0], str)}))
+    print(
+        json.dumps(
+            {
+                "kind": "spawn",
+                "type": type(spawned).__name__,
+                "fresh": spawned is not env,
+                "resets": isinstance(spawned.reset()[0], str),
+            }
+        )
+    )
 
     crash = GemEnv(Counter)
     crash.reset(seed=1)
     observation, reward, terminated, truncated, info = crash.step("<add>-1</add>")
-    print(json.dumps({"kind": "failure", "reward": reward, "terminated": terminated, "truncated": truncated,
-                      "failure": info.get("failure")}))
+    print(
+        json.dumps(
+            {
+                "kind": "failure",
+                "reward": reward,
+                "terminated": terminated,
+                "truncated": truncated,
+                "failure": info.get("failure"),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -33,8 +33,13 @@ def solver_outputs() -> list[ModelOutput]:
 
 def main() -> int:
     model = get_model("mockllm/model", custom_outputs=solver_outputs())
-    [log] = inspect_eval(environment_task("wordle", split="test", limit=SAMPLES), model=model,
-                         max_samples=1, display="none", log_dir=sys.argv[1])
+    [log] = inspect_eval(
+        environment_task("wordle", split="test", limit=SAMPLES),
+        model=model,
+        max_samples=1,
+        display="none",
+        log_dir=sys.argv[1],
+    )
     assert log.status == "success", log.error
     for sample in log.samples or []:
         print(f"sample {sample.id} reward {sample.scores['_episode_reward'].value}")

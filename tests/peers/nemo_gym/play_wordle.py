@@ -37,8 +37,16 @@ def emit(kind: str, **fields: object) -> None:
 
 def response_object(items: list[dict[str, object]]) -> dict[str, object]:
     """The final Responses API object of the rollout, checked against NeMo's own model."""
-    response = {"id": "resp_scripted", "created_at": 0, "model": "scripted", "object": "response",
-                "output": items, "parallel_tool_calls": False, "tool_choice": "auto", "tools": []}
+    response = {
+        "id": "resp_scripted",
+        "created_at": 0,
+        "model": "scripted",
+        "object": "response",
+        "output": items,
+        "parallel_tool_calls": False,
+        "tool_choice": "auto",
+        "tools": [],
+    }
     NeMoGymResponse.model_validate(response)
     return response
 
@@ -57,8 +65,16 @@ async def play(client: ServerClient, row: dict[str, object]) -> dict[str, object
         body = await reply.text()  # NeMo's agent hands the raw body to the model
         outputs.append(json.loads(body)["output"])
         call_id = f"call_{turn}"
-        items.append({"type": "function_call", "call_id": call_id, "name": "guess", "id": f"fc_{turn}",
-                      "arguments": json.dumps({"word": word}), "status": "completed"})
+        items.append(
+            {
+                "type": "function_call",
+                "call_id": call_id,
+                "name": "guess",
+                "id": f"fc_{turn}",
+                "arguments": json.dumps({"word": word}),
+                "status": "completed",
+            }
+        )
         items.append({"type": "function_call_output", "call_id": call_id, "output": body})
         marks = read_marks(outputs[-1])
         assert marks is not None, outputs[-1]
@@ -70,8 +86,7 @@ async def play(client: ServerClient, row: dict[str, object]) -> dict[str, object
     assert verified.status == 200, await verified.text()
     reply = await verified.json()
     BaseVerifyResponse.model_validate(reply)  # NeMo's own model accepts our reply
-    return {"cookies": cookies, "verify_body": verify_body, "reply": reply, "outputs": outputs,
-            "guesses": len(history)}
+    return {"cookies": cookies, "verify_body": verify_body, "reply": reply, "outputs": outputs, "guesses": len(history)}
 
 
 async def main() -> None:
@@ -79,33 +94,52 @@ async def main() -> None:
         rows = [json.loads(line) for line in file]
     for row in rows:
         BaseRunRequest.model_validate(row)  # NeMo reads our rows as its own
-    emit("rows", count=len(rows), tools=[tool["name"] for tool in rows[0]["responses_create_params"]["tools"]],
-         keys=sorted(rows[0]))
+    emit(
+        "rows",
+        count=len(rows),
+        tools=[tool["name"] for tool in rows[0]["responses_create_params"]["tools"]],
+        keys=sorted(rows[0]),
+    )
 
-    client = ServerClient(head_server_config=BaseServerConfig(host="127.0.0.1", port=1),
-                          global_config_dict=OmegaConf.create(CONFIG))
+    client = ServerClient(
+        head_server_config=BaseServerConfig(host="127.0.0.1", port=1), global_config_dict=OmegaConf.create(CONFIG)
+    )
     first = await play(client, rows[0])
     reply = first["reply"]
-    emit("episode", reward=reply["reward"], mask_sample=reply["mask_sample"], guesses=first["guesses"],
-         outputs=first["outputs"], echoed=reply["task_id"] == rows[0]["task_id"])
+    emit(
+        "episode",
+        reward=reply["reward"],
+        mask_sample=reply["mask_sample"],
+        guesses=first["guesses"],
+        outputs=first["outputs"],
+        echoed=reply["task_id"] == rows[0]["task_id"],
+    )
 
     # No cookie, a forged one, and a closed session: typed errors, nothing else disturbed.
     body = first["verify_body"]
     missing = await client.post(server_name=SERVER, url_path="/verify", json=body)
-    forged = await client.post(server_name=SERVER, url_path="/verify", json=body,
-                               cookies={name: morsel.value[:-3] + "abc" for name, morsel in first["cookies"].items()})
-    wrong = await client.post(server_name=SERVER, url_path="/verify", json={"response": []},
-                              cookies=first["cookies"])
+    forged = await client.post(
+        server_name=SERVER,
+        url_path="/verify",
+        json=body,
+        cookies={name: morsel.value[:-3] + "abc" for name, morsel in first["cookies"].items()},
+    )
+    wrong = await client.post(server_name=SERVER, url_path="/verify", json={"response": []}, cookies=first["cookies"])
     closed = await client.post(server_name=SERVER, url_path="/close_session", json={}, cookies=first["cookies"])
-    after = await client.post(server_name=SERVER, url_path="/guess", json={"word": "crane"},
-                              cookies=first["cookies"])
-    emit("errors", missing=[missing.status, (await missing.json())["code"]],
-         forged=[forged.status, (await forged.json())["code"]], wrong=[wrong.status, (await wrong.json())["code"]],
-         closed=[closed.status, await closed.json()], after=[after.status, (await after.json())["code"]])
+    after = await client.post(server_name=SERVER, url_path="/guess", json={"word": "crane"}, cookies=first["cookies"])
+    emit(
+        "errors",
+        missing=[missing.status, (await missing.json())["code"]],
+        forged=[forged.status, (await forged.json())["code"]],
+        wrong=[wrong.status, (await wrong.json())["code"]],
+        closed=[closed.status, await closed.json()],
+        after=[after.status, (await after.json())["code"]],
+    )
 
     second = await play(client, rows[1])
-    metrics = await client.post(server_name=SERVER, url_path="/aggregate_metrics",
-                                json={"verify_responses": [first["reply"], second["reply"]]})
+    metrics = await client.post(
+        server_name=SERVER, url_path="/aggregate_metrics", json={"verify_responses": [first["reply"], second["reply"]]}
+    )
     emit("metrics", status=metrics.status, body=await metrics.json(), second=second["reply"]["reward"])
     await client.post(server_name=SERVER, url_path="/close_session", json={}, cookies=second["cookies"])
 

@@ -57,14 +57,36 @@ def scripted_model() -> FastAPI:
                     history.append(marks)
         calls["n"] += 1
         if history and history[-1][1] == "🟩" * 5:
-            output = [{"type": "message", "id": f"msg_{calls['n']}", "role": "assistant", "status": "completed",
-                       "content": [{"type": "output_text", "text": "Solved.", "annotations": []}]}]
+            output = [
+                {
+                    "type": "message",
+                    "id": f"msg_{calls['n']}",
+                    "role": "assistant",
+                    "status": "completed",
+                    "content": [{"type": "output_text", "text": "Solved.", "annotations": []}],
+                }
+            ]
         else:
-            output = [{"type": "function_call", "id": f"fc_{calls['n']}", "call_id": f"call_{calls['n']}",
-                       "name": "guess", "arguments": json.dumps({"word": next_guess(history)}),
-                       "status": "completed"}]
-        return {"id": f"resp_{calls['n']}", "created_at": time.time(), "model": "scripted", "object": "response",
-                "output": output, "parallel_tool_calls": False, "tool_choice": "auto", "tools": []}
+            output = [
+                {
+                    "type": "function_call",
+                    "id": f"fc_{calls['n']}",
+                    "call_id": f"call_{calls['n']}",
+                    "name": "guess",
+                    "arguments": json.dumps({"word": next_guess(history)}),
+                    "status": "completed",
+                }
+            ]
+        return {
+            "id": f"resp_{calls['n']}",
+            "created_at": time.time(),
+            "model": "scripted",
+            "object": "response",
+            "output": output,
+            "parallel_tool_calls": False,
+            "tool_choice": "auto",
+            "tools": [],
+        }
 
     return app
 
@@ -95,21 +117,37 @@ def rollouts(agent_port: int, rows: list[dict[str, Any]]) -> None:
         body = reply.json()
         assert reply.status_code == 200, body
         calls = [item for item in body["response"]["output"] if item["type"] == "function_call"]
-        outputs = [json.loads(item["output"]) for item in body["response"]["output"]
-                   if item["type"] == "function_call_output"]
-        print(json.dumps({"kind": "run", "task_id": body["task_id"], "reward": body["reward"],
-                          "guesses": len(calls), "last": outputs[-1], "mask_sample": body["mask_sample"]}),
-              flush=True)
+        outputs = [
+            json.loads(item["output"]) for item in body["response"]["output"] if item["type"] == "function_call_output"
+        ]
+        print(
+            json.dumps(
+                {
+                    "kind": "run",
+                    "task_id": body["task_id"],
+                    "reward": body["reward"],
+                    "guesses": len(calls),
+                    "last": outputs[-1],
+                    "mask_sample": body["mask_sample"],
+                }
+            ),
+            flush=True,
+        )
 
 
 def main() -> None:
     with open(os.environ["OMNIENV_ROWS"]) as file:
         rows = [json.loads(line) for line in file][:2]
     global_config = OmegaConf.create(CONFIG)
-    client = ServerClient(head_server_config=BaseServerConfig(host="127.0.0.1", port=1),
-                          global_config_dict=global_config)
+    client = ServerClient(
+        head_server_config=BaseServerConfig(host="127.0.0.1", port=1), global_config_dict=global_config
+    )
     config = SimpleAgentConfig(
-        host="127.0.0.1", port=0, entrypoint="app.py", name=AGENT, max_steps=12,
+        host="127.0.0.1",
+        port=0,
+        entrypoint="app.py",
+        name=AGENT,
+        max_steps=12,
         resources_server=ResourcesServerRef(type="resources_servers", name=RESOURCES),
         model_server=ModelServerRef(type="responses_api_models", name=MODEL),
     )

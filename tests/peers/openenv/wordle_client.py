@@ -58,21 +58,35 @@ class WordleEnv(EnvClient[CallToolAction | ListToolsAction, Observation, WordleS
         common = {"done": payload["done"], "reward": payload["reward"], "metadata": obs.get("metadata", {})}
         observation: Observation
         if "tools" in obs:
-            tools = [Tool(name=t["name"], description=t.get("description", ""),
-                          input_schema=t.get("input_schema", t.get("inputSchema", {}))) for t in obs["tools"]]
+            tools = [
+                Tool(
+                    name=t["name"],
+                    description=t.get("description", ""),
+                    input_schema=t.get("input_schema", t.get("inputSchema", {})),
+                )
+                for t in obs["tools"]
+            ]
             observation = ListToolsObservation(tools=tools, **common)
         elif "tool_name" in obs:
             error = ToolError(**obs["error"]) if obs.get("error") else None
-            observation = CallToolObservation(tool_name=obs["tool_name"], result=obs.get("result"),
-                                              error=error, **common)
+            observation = CallToolObservation(
+                tool_name=obs["tool_name"], result=obs.get("result"), error=error, **common
+            )
         else:
             observation = WordlePrompt(prompt=_prompt_text(obs), **common)
-        return StepResult(observation=observation, reward=payload.get("reward"),
-                          done=payload.get("done", False), metadata=payload.get("metadata"))
+        return StepResult(
+            observation=observation,
+            reward=payload.get("reward"),
+            done=payload.get("done", False),
+            metadata=payload.get("metadata"),
+        )
 
     def _parse_state(self, payload: dict[str, Any]) -> WordleState:
-        return WordleState(episode_id=payload.get("episode_id"), step_count=payload.get("step_count", 0),
-                           guesses=payload.get("guesses", []))
+        return WordleState(
+            episode_id=payload.get("episode_id"),
+            step_count=payload.get("step_count", 0),
+            guesses=payload.get("guesses", []),
+        )
 
 
 def _prompt_text(obs: dict[str, Any]) -> str:
@@ -131,8 +145,14 @@ def _list_tools(typed: bool) -> Any:
 
 def _record(name: str, value: Any) -> dict[str, Any]:
     obs = value.observation
-    return {"name": name, "observation_type": type(obs).__name__, "text": _text(obs),
-            "is_error": _is_error(obs), "reward": value.reward, "done": value.done}
+    return {
+        "name": name,
+        "observation_type": type(obs).__name__,
+        "text": _text(obs),
+        "is_error": _is_error(obs),
+        "reward": value.reward,
+        "done": value.done,
+    }
 
 
 def play_sync(env: Any, task_id: str, wrong: str, answer: str, typed: bool) -> dict[str, Any]:
@@ -143,8 +163,11 @@ def play_sync(env: Any, task_id: str, wrong: str, answer: str, typed: bool) -> d
     out["reset_done"] = reset.done
     out["tools"] = _tool_names(env.step(_list_tools(typed)).observation)
     out["steps"] = [_record("wrong", env.step(_guess(wrong, typed)))]
-    history = CallToolAction(tool_name="get_history", arguments={}) if typed else {
-        "type": "call_tool", "tool_name": "get_history", "arguments": {}}
+    history = (
+        CallToolAction(tool_name="get_history", arguments={})
+        if typed
+        else {"type": "call_tool", "tool_name": "get_history", "arguments": {}}
+    )
     out["steps"].append(_record("history", env.step(history)))
     out["steps"].append(_record("answer", env.step(_guess(answer, typed))))
     out["state"] = _state_dict(env.state())
@@ -158,8 +181,11 @@ async def play_async(env: Any, task_id: str, wrong: str, answer: str, typed: boo
     out["reset_done"] = reset.done
     out["tools"] = _tool_names((await env.step(_list_tools(typed))).observation)
     out["steps"] = [_record("wrong", await env.step(_guess(wrong, typed)))]
-    history = CallToolAction(tool_name="get_history", arguments={}) if typed else {
-        "type": "call_tool", "tool_name": "get_history", "arguments": {}}
+    history = (
+        CallToolAction(tool_name="get_history", arguments={})
+        if typed
+        else {"type": "call_tool", "tool_name": "get_history", "arguments": {}}
+    )
     out["steps"].append(_record("history", await env.step(history)))
     out["steps"].append(_record("answer", await env.step(_guess(answer, typed))))
     out["state"] = _state_dict(await env.state())
@@ -236,7 +262,8 @@ def validation(url: str, task_id: str, wrong: str, answer: str) -> dict[str, Any
         out["missing_tool_name"] = _server_error(lambda: env.step({"type": "call_tool"}))
         out["unknown_action_type"] = _server_error(lambda: env.step({"type": "dance"}))
         out["arguments_not_object"] = _server_error(
-            lambda: env.step({"type": "call_tool", "tool_name": "guess", "arguments": "crane"}))
+            lambda: env.step({"type": "call_tool", "tool_name": "guess", "arguments": "crane"})
+        )
         bad_type = env.step({"type": "call_tool", "tool_name": "guess", "arguments": {"word": 12345}})
         out["wrong_argument_type"] = _record("wrong_argument_type", bad_type)
         unknown = env.step({"type": "call_tool", "tool_name": "teleport", "arguments": {}})
@@ -272,9 +299,16 @@ def capacity(url: str, task_id: str, wrong: str, answer: str) -> dict[str, Any]:
     return out
 
 
-SCENARIOS = {"generic-sync": generic_sync, "generic-dual": generic_dual, "generic-async": generic_async,
-             "typed-sync": typed_sync, "typed-async": typed_async, "validation": validation,
-             "capacity": capacity, "mcp-tool-client": mcp_tool_client}
+SCENARIOS = {
+    "generic-sync": generic_sync,
+    "generic-dual": generic_dual,
+    "generic-async": generic_async,
+    "typed-sync": typed_sync,
+    "typed-async": typed_async,
+    "validation": validation,
+    "capacity": capacity,
+    "mcp-tool-client": mcp_tool_client,
+}
 
 
 def main(argv: list[str]) -> None:

@@ -45,8 +45,13 @@ def main() -> None:
     named = client.environments.get("wordle", variant="wordle", base_url=URL)
 
     tasks = env.list_tasks("test")
-    emit("tasks", count=len(tasks), first=tasks[0].task_spec, env_name=tasks[0].environment_name,
-         keys=sorted({key for task in tasks for key in task.task_spec}))
+    emit(
+        "tasks",
+        count=len(tasks),
+        first=tasks[0].task_spec,
+        env_name=tasks[0].environment_name,
+        keys=sorted({key for task in tasks for key in task.task_spec}),
+    )
     emit("splits", splits=named.list_splits())
     tools = env.list_tools(format="openai")
     emit("tools", tools=tools, specs=[spec.name for spec in named.list_tools()])

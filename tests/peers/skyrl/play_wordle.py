@@ -24,9 +24,16 @@ def play(row: dict) -> dict:
         rewards.append(out["reward"])
         if out["observations"]:
             history.append(read_marks(out["observations"][0]["content"]))
-    result = {"kind": "wordle", "meta": meta, "is_base_text_env": isinstance(env, BaseTextEnv),
-              "rewards": rewards, "metadata": out["metadata"], "metrics": env.get_metrics(),
-              "turns": env.turns, "system": conversation[0]["role"]}
+    result = {
+        "kind": "wordle",
+        "meta": meta,
+        "is_base_text_env": isinstance(env, BaseTextEnv),
+        "rewards": rewards,
+        "metadata": out["metadata"],
+        "metrics": env.get_metrics(),
+        "turns": env.turns,
+        "system": conversation[0]["role"],
+    }
     env.close()
     return result
 
@@ -39,20 +46,45 @@ def main() -> None:
     # An empty prompt gets the tool instructions and the environment's prompt.
     env = skyrl_gym.make(env_id, env_config={}, extras={"extra_info": {"task_id": "test/0003"}})
     conversation, meta = env.init([])
-    print(json.dumps({"kind": "empty_prompt", "roles": [m["role"] for m in conversation], "meta": meta,
-                      "tools_listed": "<tools>" in conversation[0]["content"]}))
+    print(
+        json.dumps(
+            {
+                "kind": "empty_prompt",
+                "roles": [m["role"] for m in conversation],
+                "meta": meta,
+                "tools_listed": "<tools>" in conversation[0]["content"],
+            }
+        )
+    )
     # A crash ends the episode and is flagged, never scored.
     crash = SkyRLTextEnv({}, {"max_turns": 5}, env=Counter)
     crash.init([])
     out = crash.step("<add>-1</add>")
-    print(json.dumps({"kind": "failure", "done": out["done"], "reward": out["reward"],
-                      "failure": out["metadata"].get("failure"), "metrics": crash.get_metrics()}))
+    print(
+        json.dumps(
+            {
+                "kind": "failure",
+                "done": out["done"],
+                "reward": out["reward"],
+                "failure": out["metadata"].get("failure"),
+                "metrics": crash.get_metrics(),
+            }
+        )
+    )
     # A reply without a call is an observation that teaches the format; max_turns truncates.
     limited = skyrl_gym.make(env_id, env_config={}, extras={"max_turns": 2})
     limited.init([])
     first, second = limited.step("hello"), limited.step("hello again")
-    print(json.dumps({"kind": "limit", "first": first["observations"][0]["content"], "first_done": first["done"],
-                      "second_done": second["done"]}))
+    print(
+        json.dumps(
+            {
+                "kind": "limit",
+                "first": first["observations"][0]["content"],
+                "first_done": first["done"],
+                "second_done": second["done"],
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

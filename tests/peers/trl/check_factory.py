@@ -34,9 +34,17 @@ class Shapes(Environment):
     """Tools with every kind of argument an author may write."""
 
     @tool
-    def draw(self, colour: Colour, mode: Literal["a", "b"], tags: list[str], size: float = 1.0,
-             where: dict[str, int] | None = None, at: Point | None = None, count: int = 1,
-             fill: bool = False) -> str:
+    def draw(
+        self,
+        colour: Colour,
+        mode: Literal["a", "b"],
+        tags: list[str],
+        size: float = 1.0,
+        where: dict[str, int] | None = None,
+        at: Point | None = None,
+        count: int = 1,
+        fill: bool = False,
+    ) -> str:
         """Draw a shape.
 
         The long description goes on.
@@ -61,8 +69,11 @@ class Shapes(Environment):
 
 
 def trl_tools(cls: type) -> list[str]:
-    return [name for name, _ in inspect.getmembers(cls, predicate=inspect.isfunction)
-            if name not in ("reset", "get_reward") and not name.startswith("_")]
+    return [
+        name
+        for name, _ in inspect.getmembers(cls, predicate=inspect.isfunction)
+        if name not in ("reset", "get_reward") and not name.startswith("_")
+    ]
 
 
 def _flat(value: object) -> object:
@@ -72,8 +83,11 @@ def _flat(value: object) -> object:
 
 def compare(env_class: type[EnvironmentBase]) -> dict[str, object]:
     cls = environment_factory(env_class)
-    report: dict[str, object] = {"tools": trl_tools(cls), "mismatches": [],
-                                 "schemas": {n: get_json_schema(getattr(cls, n)) for n in trl_tools(cls)}}
+    report: dict[str, object] = {
+        "tools": trl_tools(cls),
+        "mismatches": [],
+        "schemas": {n: get_json_schema(getattr(cls, n)) for n in trl_tools(cls)},
+    }
     for name in report["tools"]:  # type: ignore[union-attr]
         schema = get_json_schema(getattr(cls, name))["function"]
         ours = env_class.tools[name].parameters
@@ -94,8 +108,7 @@ def main() -> None:
     out: dict[str, object] = {"wordle": compare(Wordle), "shapes": compare(Shapes)}
     rows = dataset("wordle", "test", limit=3)
     env = environment_factory("wordle")()
-    out["dataset"] = {"columns": rows.column_names, "rows": rows.to_list(),
-                      "prompt": env.reset(**rows[0])}
+    out["dataset"] = {"columns": rows.column_names, "rows": rows.to_list(), "prompt": env.reset(**rows[0])}
     print("REPORT " + json.dumps(out))
 
 

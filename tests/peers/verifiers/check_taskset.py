@@ -31,16 +31,30 @@ async def play(task: OmniTask, calls: list[ToolCall]) -> dict:
         reward: float | str = await task.episode_reward(trace)
     except Exception as exc:
         reward = f"raised {type(exc).__name__}"
-    return {"texts": texts, "reward": reward, "rubric": await task.rubric(trace),
-            "stop": await task.episode_over(trace), "failure": state.failure, "steps": state.steps}
+    return {
+        "texts": texts,
+        "reward": reward,
+        "rubric": await task.rubric(trace),
+        "stop": await task.episode_over(trace),
+        "failure": state.failure,
+        "steps": state.steps,
+    }
 
 
 async def main() -> None:
     cls = taskset_class("omnienv-verifiers")  # how vf-eval resolves the name
     taskset = cls(OmniTasksetConfig(env=COUNTER, episodes=2))
     tasks = list(taskset)
-    print(json.dumps({"kind": "taskset", "class": cls.__name__, "prompts": [t.data.prompt for t in tasks],
-                      "seeds": [t.data.seed for t in tasks]}))
+    print(
+        json.dumps(
+            {
+                "kind": "taskset",
+                "class": cls.__name__,
+                "prompts": [t.data.prompt for t in tasks],
+                "seeds": [t.data.seed for t in tasks],
+            }
+        )
+    )
 
     toolset = OmniToolset(OmniToolsetConfig())
     await toolset.setup_task(tasks[0].data)
