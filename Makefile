@@ -27,12 +27,16 @@ $(STAMP): pyproject.toml
 demo: install
 	$(BIN)/omnienv demo
 
+SOURCES := omnienv omnienv_verifiers tests benchmarks examples scripts
+
 test: install
-	$(BIN)/ruff check omnienv tests benchmarks examples scripts
+	$(BIN)/ruff check $(SOURCES)
+	$(BIN)/ruff format --check $(SOURCES)
 	$(BIN)/pytest -q
 
 lint: install
-	$(BIN)/ruff check omnienv tests benchmarks examples scripts
+	$(BIN)/ruff check $(SOURCES)
+	$(BIN)/ruff format --check $(SOURCES)
 
 bench: install
 	$(BIN)/python benchmarks/inprocess.py
