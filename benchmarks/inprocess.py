@@ -25,7 +25,7 @@ from rich.table import Table
 
 from omnienv.core import ToolCall
 from omnienv.envs.wordle import Wordle, WordleGame, accepted_words
-from omnienv.rollout.wordle_solver import next_guess
+from omnienv.envs.wordle.solver import next_guess
 
 TARGET = 1.5
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import gem
 
 from omnienv.dialects.gem import register
-from omnienv.rollout.wordle_solver import next_guess, read_marks
+from omnienv.envs.wordle.solver import next_guess, read_marks
 
 
 def main() -> None:

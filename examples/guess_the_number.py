@@ -52,7 +52,7 @@ def bisect(env: GuessTheNumber) -> float:
     while True:
         middle = (low + high) // 2
         result = env.step(ToolCall("guess", {"number": middle}))
-        if result.finished:
+        if result.over:
             return env.episode_reward
         low, high = (middle + 1, high) if result.observation.text == "Higher." else (low, middle - 1)
 

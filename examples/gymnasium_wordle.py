@@ -13,7 +13,7 @@ import gymnasium
 from gymnasium.utils.env_checker import check_env
 
 from omnienv.dialects.gymnasium import register
-from omnienv.rollout.wordle_solver import next_guess, read_marks
+from omnienv.envs.wordle.solver import next_guess, read_marks
 
 
 def main() -> None:

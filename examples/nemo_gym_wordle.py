@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 
 from omnienv.dialects.nemo_gym import nemo_gym_rows
 from omnienv.envs.wordle import Wordle
-from omnienv.rollout.wordle_solver import next_guess, read_marks
+from omnienv.envs.wordle.solver import next_guess, read_marks
 
 SERVER = "omnienv_wordle"
 
@@ -90,7 +90,8 @@ def main() -> None:
     with ExitStack() as stack:
         url = args.url
         if url is None:
-            from omnienv.server import create_app, running
+            from omnienv.app import create_app
+            from omnienv.server import running
 
             url = stack.enter_context(running(create_app("wordle")))
         rows = list(nemo_gym_rows(Wordle, "test", limit=args.episodes))  # the dataset

@@ -17,7 +17,7 @@ os.environ.setdefault("OPENREWARD_DISABLE_UPDATE_CHECK", "1")  # no PyPI query a
 
 from openreward import OpenReward
 
-from omnienv.rollout.wordle_solver import next_guess, read_marks
+from omnienv.envs.wordle.solver import next_guess, read_marks
 
 
 def play(url: str, episodes: int) -> None:
@@ -45,7 +45,8 @@ def main() -> None:
     with ExitStack() as stack:
         url = args.url
         if url is None:
-            from omnienv.server import create_app, running
+            from omnienv.app import create_app
+            from omnienv.server import running
 
             url = stack.enter_context(running(create_app("wordle")))
         play(url, args.episodes)

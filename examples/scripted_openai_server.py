@@ -10,7 +10,7 @@ the real ``/v1/chat/completions`` shapes, plain JSON and ``stream=true`` server-
 - once an observation says ``Correct!``, it answers with plain text and no call.
 
 It reads the marks of earlier guesses from the conversation (tool or user messages) and asks
-:func:`omnienv.rollout.wordle_solver.next_guess` for the next word. Standard library only::
+:func:`omnienv.envs.wordle.solver.next_guess` for the next word. Standard library only::
 
     python examples/scripted_openai_server.py --port 8000    # or --port 0 and --port-file F
 """
@@ -28,7 +28,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from omnienv.rollout.wordle_solver import next_guess, read_marks
+from omnienv.envs.wordle.solver import next_guess, read_marks
 
 MODEL = "wordle-solver"
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import skyrl_gym
 
 from omnienv.dialects.skyrl_gym import dataset_rows, register
-from omnienv.rollout.wordle_solver import next_guess, read_marks
+from omnienv.envs.wordle.solver import next_guess, read_marks
 
 
 def main() -> None:

@@ -1,4 +1,4 @@
-"""``python -m omnienv.server ENV [--host H] [--port P] ...``: the lean way to start a server.
+"""``python -m omnienv.app ENV [--host H] [--port P] ...``: the lean way to start a server.
 
 The same options as ``omnienv serve``, without loading the rest of the command line's stack, so
 a server is healthy as soon as possible (process start-up counts when sessions are scaled out).
@@ -11,15 +11,15 @@ import os
 import secrets
 import sys
 
+from omnienv.app import create_app
 from omnienv.core.registry import load_environment
-from omnienv.server.app import create_app
 from omnienv.server.config import ServerConfig
 from omnienv.server.origins import WILDCARDS
 from omnienv.server.run import serve
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m omnienv.server", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m omnienv.app", description=__doc__.split("\n")[0])
     parser.add_argument("env", help="environment name or 'package.module:Class'")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)

@@ -17,7 +17,8 @@ def demo(
     out: Annotated[Path, typer.Option(help="Trajectories (JSONL)")] = Path("demo-trajectories.jsonl"),
 ) -> None:
     """Serve Wordle on a free local port and let the scripted solver play it over /ws."""
-    from omnienv.server import create_app, running
+    from omnienv.app import create_app
+    from omnienv.server import running
 
     with running(create_app("wordle")) as url:
         console.print(f"serving wordle at {url} (WebSocket {url.replace('http', 'ws')}/ws)")

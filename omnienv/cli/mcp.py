@@ -36,14 +36,13 @@ async def _serve(cls: Any, task_id: str | None, split: str | None, seed: int | N
     from mcp.server.stdio import stdio_server
 
     from omnienv.core import OmniEnvError, ToolCall, as_async
-    from omnienv.protocol.messages import Reset, step_reply
-    from omnienv.server import ServerConfig, SessionManager
+    from omnienv.protocol.messages import step_reply
     from omnienv.server.mcp_sdk import build_server
 
     env = as_async(cls())
     try:
         try:  # the same task choice as a server's reset (split, task id, seed)
-            task = SessionManager(cls, ServerConfig()).task_for(Reset(seed=seed, task_id=task_id, split=split))
+            task = cls.task_index().choose(task_id, seed, split)
             first = await env.reset(task, seed)
         except OmniEnvError as exc:
             raise fail(exc.message) from None

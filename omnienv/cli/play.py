@@ -110,7 +110,7 @@ async def _play(name: str, task: str | None, seed: int | None) -> None:
             show(result.observation, f"reward {result.reward:+.3f}  total {total:.3f}")
             if result.failure:
                 console.print(f"[red]environment failure: {result.failure.message}[/]")
-            if result.finished:
+            if result.over:
                 ending = "done" if result.done else "truncated (turn limit)"
                 console.print(f"[bold]Episode {ending}. Total reward {total:.4f}[/]")
                 break

@@ -67,7 +67,8 @@ def serve(
     """Serve ENV until interrupted: OpenEnv-compatible WebSocket /ws, HTTP sessions, /health."""
     cls = env_class(env)
     try:
-        from omnienv.server import ServerConfig, create_app
+        from omnienv.app import create_app
+        from omnienv.server import ServerConfig
         from omnienv.server import serve as run
         from omnienv.server.origins import WILDCARDS
     except ImportError as exc:

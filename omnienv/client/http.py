@@ -80,6 +80,12 @@ class AsyncHTTPClient(_HTTPBase):
         body = self._step_request(call)["data"]
         return self._on_step(self._raw(await self._send("POST", self._path("/step"), body)))
 
+    async def end(self) -> StepResult:
+        """End the episode now and have the server score it (the trainer's cut)."""
+        if self.session_id is None:
+            raise self._not_connected()
+        return self._on_step(self._raw(await self._send("POST", self._path("/end"))))
+
     async def state(self) -> State:
         if self.session_id is None:
             return State(None, 0)
@@ -147,6 +153,12 @@ class HTTPClient(_HTTPBase):
             raise self._not_connected()
         body = self._step_request(call)["data"]
         return self._on_step(self._raw(self._send("POST", self._path("/step"), body)))
+
+    def end(self) -> StepResult:
+        """End the episode now and have the server score it (the trainer's cut)."""
+        if self.session_id is None:
+            raise self._not_connected()
+        return self._on_step(self._raw(self._send("POST", self._path("/end"))))
 
     def state(self) -> State:
         if self.session_id is None:

@@ -23,6 +23,7 @@ from omnienv.client._base import CLOSE, GET_STATE, LIST_TOOLS, ClientBase
 from omnienv.core.errors import SessionLostError, UsageError
 from omnienv.core.tasks import Task
 from omnienv.core.types import Observation, State, StepResult, ToolCall
+from omnienv.protocol.messages import end_request
 
 __all__ = ["AsyncWebSocketClient", "WebSocketClient", "connect"]
 
@@ -53,6 +54,7 @@ class _WebSocketBase(ClientBase):
         }
         self._list_tools = self._encode(LIST_TOOLS)
         self._get_state = self._encode(GET_STATE)
+        self._end = self._encode(end_request())
         self._close = self._encode(CLOSE)
 
     def _cannot_connect(self, exc: BaseException) -> SessionLostError:
@@ -93,6 +95,12 @@ class AsyncWebSocketClient(_WebSocketBase):
         if self._ws is None:
             raise self._not_connected()
         return self._on_step(await self._request(self._encode(self._step_request(call))))
+
+    async def end(self) -> StepResult:
+        """End the episode now and have the server score it (the trainer's cut)."""
+        if self._ws is None:
+            raise self._not_connected()
+        return self._on_step(await self._request(self._end))
 
     async def state(self) -> State:
         if self._ws is None:
@@ -195,6 +203,12 @@ class WebSocketClient(_WebSocketBase):
         if self._ws is None:
             raise self._not_connected()
         return self._on_step(self._request(self._encode(self._step_request(call))))
+
+    def end(self) -> StepResult:
+        """End the episode now and have the server score it (the trainer's cut)."""
+        if self._ws is None:
+            raise self._not_connected()
+        return self._on_step(self._request(self._end))
 
     def state(self) -> State:
         if self._ws is None:

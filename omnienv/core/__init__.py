@@ -1,8 +1,9 @@
 """The environment contract: pure Python, no I/O, no network imports."""
 
+from omnienv.core.adapters import AsyncEnv, SyncEnv, as_async, as_sync
 from omnienv.core.checker import CheckReport, acheck_env, check_env
 from omnienv.core.content import Block, ImageBlock, TextBlock
-from omnienv.core.env import AsyncEnv, AsyncEnvironment, Environment, EnvironmentBase, as_async
+from omnienv.core.env import AsyncEnvironment, Environment, EnvironmentBase
 from omnienv.core.errors import (
     ActionError,
     AgentCausedEnd,
@@ -30,9 +31,10 @@ from omnienv.core.errors import (
     UsageError,
     WorkerLostError,
 )
+from omnienv.core.ledger import EpisodeLedger
 from omnienv.core.registry import load_environment, register, registered
 from omnienv.core.rubric import Rubric, RubricScore
-from omnienv.core.tasks import Task
+from omnienv.core.tasks import Task, TaskIndex
 from omnienv.core.tools import ToolSpec, tool
 from omnienv.core.types import Failure, Observation, State, StepResult, ToolCall, ToolResult
 
@@ -49,6 +51,7 @@ __all__ = [
     "EnvironmentBase",
     "EnvironmentDefinitionError",
     "EnvironmentFailure",
+    "EpisodeLedger",
     "EpisodeOverError",
     "Failure",
     "ImageBlock",
@@ -68,8 +71,10 @@ __all__ = [
     "State",
     "StepResult",
     "StepTimeoutError",
+    "SyncEnv",
     "Task",
     "TaskError",
+    "TaskIndex",
     "TextBlock",
     "ToolCall",
     "ToolError",
@@ -82,6 +87,7 @@ __all__ = [
     "WorkerLostError",
     "acheck_env",
     "as_async",
+    "as_sync",
     "check_env",
     "load_environment",
     "register",

@@ -14,7 +14,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from omnienv.core.env import AsyncEnv, EnvironmentBase, as_async
+from omnienv.core.adapters import AsyncEnv, as_async
+from omnienv.core.env import EnvironmentBase
 from omnienv.core.errors import EpisodeOverError, NotResetError, OmniEnvError
 from omnienv.core.sampling import sample_arguments
 from omnienv.core.types import Observation, StepResult, ToolCall
@@ -135,7 +136,7 @@ class _Checks:
         result = await env.step(ToolCall("__no_such_tool__", {}))
         if not result.observation.is_error or result.info.get("error", {}).get("code") != "UNKNOWN_TOOL":
             return "an unknown tool must give an error observation (code UNKNOWN_TOOL), not raise"
-        if result.finished:
+        if result.over:
             await env.reset(seed=2)
         spec = next(iter(env.tools.values()))
         result = await env.step(ToolCall(spec.name, {"__bogus_argument__": 1}))
@@ -164,11 +165,11 @@ class _Checks:
             result = await env.step(self.random_call(env))
             if result.failure is not None:
                 return f"a step failed with {result.failure.kind}: {result.failure.message}"
-            if secret is not None and not result.finished:
+            if secret is not None and not result.over:
                 leak = await _leaks(str(secret), result, env)
                 if leak:
                     return f"the answer appears in the {leak} before the episode ended"
-            if result.finished:
+            if result.over:
                 break
         else:
             return f"no episode ended within {PLAY_LIMIT} random steps: set max_turns"
@@ -252,7 +253,11 @@ async def acheck_env(
 
 
 def check_env(env_class: type[EnvironmentBase], *, strings: list[str] | None = None) -> CheckReport:
-    """Check an environment class in-process, answer-leak check included."""
+    """Check an environment class in-process, answer-leak check included; text arguments come
+    from ``strings``, else from the class's own :meth:`~EnvironmentBase.random_strings`."""
+    if strings is None:
+        vocabulary = env_class.random_strings()
+        strings = list(vocabulary) if vocabulary is not None else None
 
     def secret_of(env: Any) -> Any:
         inner = getattr(env, "env", env)

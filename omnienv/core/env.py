@@ -12,21 +12,18 @@ An author subclasses :class:`Environment` (plain methods) or :class:`AsyncEnviro
 The framework does the bookkeeping both twins share, in :class:`EnvironmentBase`: task choice,
 turn counting and limits, argument validation, error observations for agent mistakes, the
 rubric's final reward, and failure flags for crashes. Only the calls into author code differ
-between the sync and async classes, and the server reaches both through :func:`as_async`.
+between the sync and async classes; :mod:`omnienv.core.adapters` gives each the other's face.
 """
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import logging
 import random
 import re
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import Executor
-from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol, TypeAlias
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, ClassVar, TypeAlias
 
 from omnienv.core.content import Block, TextBlock, as_blocks
 from omnienv.core.errors import (
@@ -36,14 +33,14 @@ from omnienv.core.errors import (
     EnvironmentFailure,
     EpisodeOverError,
     NotResetError,
-    TaskError,
 )
+from omnienv.core.ledger import EpisodeLedger
 from omnienv.core.rubric import Rubric, RubricScore
-from omnienv.core.tasks import Task
+from omnienv.core.tasks import Task, TaskIndex
 from omnienv.core.tools import ToolSpec, collect_tools, unknown_tool
 from omnienv.core.types import Failure, Observation, State, StepResult, ToolCall, ToolResult
 
-__all__ = ["AsyncEnv", "AsyncEnvironment", "Environment", "EnvironmentBase", "as_async"]
+__all__ = ["AsyncEnvironment", "Environment", "EnvironmentBase"]
 
 logger = logging.getLogger("omnienv")
 
@@ -52,19 +49,6 @@ ToolOutput: TypeAlias = "str | Block | Iterable[str | Block] | ToolResult"
 FAILED_OBSERVATION = Observation.of(
     "The environment failed during this step; the episode is void and will not be scored."
 )
-
-
-@dataclass(slots=True)
-class _Episode:
-    task: Task | None
-    seed: int | None
-    id: str | None = None
-    step_count: int = 0
-    done: bool = False
-    truncated: bool = False
-    failure: Failure | None = None
-    total_reward: float = 0.0
-    over: bool = False
 
 
 def _snake(name: str) -> str:
@@ -86,7 +70,11 @@ class EnvironmentBase:
     """Tag grammar for text-only models: ``{"guess": "word"}`` reads ``<guess>X</guess>`` as
     ``guess(word=X)``; None for a tool without arguments. See :mod:`omnienv.core.text_actions`."""
 
-    _episode: _Episode | None = None
+    policies: ClassVar[Mapping[str, str]] = {}
+    """Built-in players by name, as ``"module:Class"`` (classes taking no arguments): the scripted
+    solvers that prove the tasks solvable, found through the environment by ``omnienv eval``."""
+
+    _episode: EpisodeLedger | None = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -110,58 +98,48 @@ class EnvironmentBase:
 
     @classmethod
     def tasks(cls, split: str) -> Sequence[Task]:
-        """The tasks of one split. Environments without tasks return none."""
+        """The tasks of one split, the same each call. Environments without tasks return none."""
         return ()
 
     @classmethod
-    def get_task(cls, split: str, task_id: str) -> Task:
-        task = cls._task_index(split)[1].get(task_id)
-        if task is None:
-            raise TaskError(f"no task '{task_id}' in split '{split}' of {cls.name}")
-        return task
+    def task_index(cls) -> TaskIndex:
+        """The class's tasks by split, read once: every caller finds and draws tasks through it."""
+        index = cls.__dict__.get("_task_index_cache")
+        if index is None:
+            index = TaskIndex(cls.name, cls.splits, cls.tasks)
+            type.__setattr__(cls, "_task_index_cache", index)
+        return index  # type: ignore[no-any-return]
 
     @classmethod
-    def _split_tasks(cls, split: str) -> Sequence[Task]:
-        return cls._task_index(split)[0]
-
-    @classmethod
-    def _task_index(cls, split: str) -> tuple[Sequence[Task], dict[str, Task]]:
-        """Tasks are read once per class and split: ``tasks()`` must return the same tasks each call."""
-        if split not in cls.splits:
-            known = ", ".join(cls.splits) or "none"
-            raise TaskError(f"{cls.name} has no split '{split}'; its splits: {known}")
-        cache = cls.__dict__.get("_tasks_cache")
-        if cache is None:
-            cache = {}
-            type.__setattr__(cls, "_tasks_cache", cache)
-        if split not in cache:
-            tasks = list(cls.tasks(split))
-            cache[split] = (tasks, {task.id: task for task in tasks})
-        return cache[split]  # type: ignore[no-any-return]
+    def random_strings(cls) -> Sequence[str] | None:
+        """Strings random baselines and the checker draw text arguments from (Wordle: its word
+        list), so a random call is a plausible one; None draws random letters."""
+        return None
 
     # -- episode bookkeeping ------------------------------------------------------------------
 
-    def _begin_reset(self, task: Task | str | None, seed: int | None) -> tuple[_Episode, random.Random]:
-        """The new episode, and its seeded generator (not kept: setup stores it if it needs it)."""
-        rng = random.Random(seed)
-        if isinstance(task, str):
-            split = task.split("/", 1)[0] if "/" in task else (self.splits[0] if self.splits else "")
-            task = self.get_task(split, task)
-        elif task is None and self.splits:
-            candidates = self._task_index(self.splits[0])[0]
-            task = rng.choice(candidates) if candidates else None
-        return _Episode(task=task, seed=seed), rng
+    def _begin_reset(
+        self, task: Task | str | None, seed: int | None, split: str | None
+    ) -> tuple[EpisodeLedger, random.Random]:
+        """The new episode, and the generator ``setup`` draws from: seeded by ``seed`` alone, so a
+        task named or drawn, in-process or through any server, starts the same episode."""
+        chosen = self.task_index().choose(task, seed, split)
+        return EpisodeLedger(task=chosen, seed=seed), random.Random(seed)
 
-    def _finish_reset(self, episode: _Episode, prompt: Prompt) -> Observation:
+    def _finish_reset(self, episode: EpisodeLedger, prompt: Prompt) -> Observation:
         self._episode = episode
         return prompt if isinstance(prompt, Observation) else Observation(as_blocks(prompt))
 
-    def _require_active(self) -> _Episode:
+    def _require_active(self) -> EpisodeLedger:
+        episode = self._require_episode()
+        if episode.over:
+            raise EpisodeOverError(f"{self.name}: the episode is over; call reset() to start another")
+        return episode
+
+    def _require_episode(self) -> EpisodeLedger:
         episode = self._episode
         if episode is None:
             raise NotResetError(f"{self.name}: call reset() before step()")
-        if episode.over:
-            raise EpisodeOverError(f"{self.name}: the episode is over; call reset() to start another")
         return episode
 
     def _resolve_call(self, call: ToolCall) -> tuple[ToolSpec, dict[str, Any]]:
@@ -170,9 +148,8 @@ class EnvironmentBase:
             raise unknown_tool(call.name, self.tools)
         return spec, spec.validate(call.arguments)
 
-    def _record(self, episode: _Episode, output: ToolOutput | ActionError | AgentCausedEnd) -> StepResult:
+    def _record(self, episode: EpisodeLedger, output: ToolOutput | ActionError | AgentCausedEnd) -> StepResult:
         """Turn what the tool returned (or the agent's mistake) into this step's result."""
-        episode.step_count += 1
         if type(output) is ToolResult:
             result = StepResult(Observation(output.content), output.reward, output.done, False, output.info)
         elif type(output) is str:
@@ -188,23 +165,31 @@ class EnvironmentBase:
         else:
             result = StepResult(Observation(as_blocks(output)), 0.0, False, False, {})
         limit = self.max_turns
-        if not result.done and limit is not None and episode.step_count >= limit:
+        if not result.done and limit is not None and episode.steps + 1 >= limit:
             result.truncated = True
-        episode.done, episode.truncated = result.done, result.truncated
-        episode.over = result.done or result.truncated
-        episode.total_reward += result.reward
-        return result
+        return episode.record(result)
 
-    def _add_score(self, episode: _Episode, result: StepResult, score: RubricScore) -> StepResult:
-        result.reward += score.total
+    def _begin_end(self) -> tuple[EpisodeLedger, StepResult | None]:
+        """The episode to cut short now, or the (empty) result when it is already over."""
+        episode = self._require_episode()
+        if episode.over:
+            return episode, StepResult(Observation(()), 0.0, episode.done, episode.truncated, {}, episode.failure)
+        episode.truncated = True
+        return episode, None
+
+    def _cut_result(self) -> StepResult:
+        return StepResult(Observation(()), 0.0, False, True, {"ended_by": "trainer"})
+
+    def _needs_score(self, result: StepResult) -> bool:
+        return self.rubric is not None and result.failure is None and (result.done or result.truncated)
+
+    def _add_score(self, episode: EpisodeLedger, result: StepResult, score: RubricScore) -> StepResult:
         result.info = {**result.info, "rubric": score.parts}
-        episode.total_reward += score.total
-        return result
+        return episode.add_final(result, score.total)
 
-    def _fail(self, episode: _Episode, where: str, exc: BaseException) -> StepResult:
+    def _fail(self, episode: EpisodeLedger, where: str, exc: BaseException) -> StepResult:
         logger.error("%s: %s failed", self.name, where, exc_info=exc)
-        episode.failure = Failure("env_error", f"{where} raised {type(exc).__name__}: {exc}")
-        episode.over = True
+        episode.fail(Failure.from_exception(where, exc))
         return StepResult(FAILED_OBSERVATION, 0.0, False, True, {}, episode.failure)
 
     def _state(self) -> State:
@@ -215,7 +200,7 @@ class EnvironmentBase:
             episode.id = str(uuid.uuid4())  # made on demand: most steps never need it
         return State(
             episode.id,
-            episode.step_count,
+            episode.steps,
             episode.done,
             episode.truncated or episode.failure is not None,
             episode.task.id if episode.task else None,
@@ -242,7 +227,12 @@ class EnvironmentBase:
     @property
     def episode_reward(self) -> float:
         """The sum of step rewards so far, rubric included once the episode ends."""
-        return self._episode.total_reward if self._episode else 0.0
+        return self._episode.reward if self._episode else 0.0
+
+    @property
+    def episode(self) -> EpisodeLedger | None:
+        """The current episode's ledger (None before the first reset)."""
+        return self._episode
 
     @property
     def failure(self) -> Failure | None:
@@ -276,8 +266,10 @@ class Environment(EnvironmentBase):
         """The infrastructure's view: ids, counters and ``state_fields()``; never the answer."""
         return self._state()
 
-    def reset(self, task: Task | str | None = None, seed: int | None = None) -> Observation:
-        episode, rng = self._begin_reset(task, seed)
+    def reset(self, task: Task | str | None = None, seed: int | None = None, split: str | None = None) -> Observation:
+        """Start an episode on ``task`` (a Task or its id), or on the task ``seed`` draws from
+        ``split`` (default: the first split)."""
+        episode, rng = self._begin_reset(task, seed, split)
         try:
             prompt = self.setup(episode.task, rng)
         except Exception as exc:
@@ -293,13 +285,24 @@ class Environment(EnvironmentBase):
             output = exc
         except Exception as exc:
             return self._fail(episode, f"tool '{call.name}'", exc)
-        result = self._record(episode, output)
-        if self.rubric is not None and (result.done or result.truncated):
-            try:
-                return self._add_score(episode, result, self.rubric.score(self))
-            except Exception as exc:
-                return self._fail(episode, "rubric", exc)
-        return result
+        return self._score(episode, self._record(episode, output))
+
+    def end(self) -> StepResult:
+        """End the episode now, as a trainer does at its turn budget, and score it with the rubric.
+
+        Returns the last result: no observation, ``truncated`` set, the rubric's score as the
+        reward. An episode already over is left as it is (a reward of 0 is returned).
+        """
+        episode, over = self._begin_end()
+        return over if over is not None else self._score(episode, self._cut_result())
+
+    def _score(self, episode: EpisodeLedger, result: StepResult) -> StepResult:
+        if self.rubric is None or not self._needs_score(result):
+            return result
+        try:
+            return self._add_score(episode, result, self.rubric.score(self))
+        except Exception as exc:
+            return self._fail(episode, "rubric", exc)
 
     def close(self) -> None:
         """End the episode and free resources; safe to call more than once."""
@@ -323,8 +326,12 @@ class AsyncEnvironment(EnvironmentBase):
         """The infrastructure's view: ids, counters and ``state_fields()``; never the answer."""
         return self._state()
 
-    async def reset(self, task: Task | str | None = None, seed: int | None = None) -> Observation:
-        episode, rng = self._begin_reset(task, seed)
+    async def reset(
+        self, task: Task | str | None = None, seed: int | None = None, split: str | None = None
+    ) -> Observation:
+        """Start an episode on ``task`` (a Task or its id), or on the task ``seed`` draws from
+        ``split`` (default: the first split)."""
+        episode, rng = self._begin_reset(task, seed, split)
         try:
             prompt = await self.setup(episode.task, rng)
         except Exception as exc:
@@ -342,70 +349,26 @@ class AsyncEnvironment(EnvironmentBase):
             output = exc
         except Exception as exc:
             return self._fail(episode, f"tool '{call.name}'", exc)
-        result = self._record(episode, output)
-        if self.rubric is not None and (result.done or result.truncated):
-            try:
-                return self._add_score(episode, result, await self.rubric.ascore(self))
-            except Exception as exc:
-                return self._fail(episode, "rubric", exc)
-        return result
+        return await self._score(episode, self._record(episode, output))
+
+    async def end(self) -> StepResult:
+        """End the episode now, as a trainer does at its turn budget, and score it with the rubric.
+
+        Returns the last result: no observation, ``truncated`` set, the rubric's score as the
+        reward. An episode already over is left as it is (a reward of 0 is returned).
+        """
+        episode, over = self._begin_end()
+        return over if over is not None else await self._score(episode, self._cut_result())
+
+    async def _score(self, episode: EpisodeLedger, result: StepResult) -> StepResult:
+        if self.rubric is None or not self._needs_score(result):
+            return result
+        try:
+            return self._add_score(episode, result, await self.rubric.ascore(self))
+        except Exception as exc:
+            return self._fail(episode, "rubric", exc)
 
     async def close(self) -> None:
         """End the episode and free resources; safe to call more than once."""
         self._episode = None
         await self.teardown()
-
-
-class _SyncAsAsync:
-    """An :class:`Environment` seen through the async interface, chosen once by ``as_async``.
-
-    Blocking environments run in ``executor`` (the loop's default pool when None) so that one slow
-    session never stalls the others; non-blocking ones run inline, which is far cheaper.
-    """
-
-    def __init__(self, env: Environment, executor: Executor | None = None) -> None:
-        self.env = env
-        self.executor = executor
-        self.name = env.name
-        self.tools = env.tools
-
-    def __repr__(self) -> str:
-        return f"as_async({self.env!r})"
-
-    async def _call(self, fn: Callable[..., Any], *args: Any) -> Any:
-        if not self.env.blocking:
-            return fn(*args)
-        return await asyncio.get_running_loop().run_in_executor(self.executor, fn, *args)
-
-    async def reset(self, task: Task | str | None = None, seed: int | None = None) -> Observation:
-        return await self._call(self.env.reset, task, seed)  # type: ignore[no-any-return]
-
-    async def step(self, call: ToolCall) -> StepResult:
-        return await self._call(self.env.step, call)  # type: ignore[no-any-return]
-
-    async def state(self) -> State:
-        return self.env.state()
-
-    async def close(self) -> None:
-        await self._call(self.env.close)
-
-
-class AsyncEnv(Protocol):
-    """The async face every server and async loop drives; see :func:`as_async`."""
-
-    name: str
-    tools: Mapping[str, ToolSpec]
-
-    async def reset(self, task: Task | str | None = None, seed: int | None = None) -> Observation: ...
-    async def step(self, call: ToolCall) -> StepResult: ...
-    async def state(self) -> State: ...
-    async def close(self) -> None: ...
-
-
-def as_async(env: Environment | AsyncEnvironment, executor: Executor | None = None) -> AsyncEnv:
-    """One async face for both twins, so servers and async loops never branch per call."""
-    if isinstance(env, AsyncEnvironment):
-        return env
-    if isinstance(env, Environment):
-        return _SyncAsAsync(env, executor)
-    raise TypeError(f"expected an Environment or AsyncEnvironment, got {type(env).__name__}")

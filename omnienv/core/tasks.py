@@ -6,10 +6,14 @@ apart so that checkers can prove it never reaches the agent before the episode e
 
 from __future__ import annotations
 
+import random
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Task"]
+from omnienv.core.errors import TaskError
+
+__all__ = ["Task", "TaskIndex"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,3 +29,76 @@ class Task:
         if include_answer:
             out["answer"] = self.answer
         return out
+
+
+class TaskIndex:
+    """One environment's tasks by split, read once: the only rule for finding and drawing them.
+
+    Every caller (``reset`` in-process, each server route, each dialect's dataset) comes here,
+    so the same environment, split and seed give the same task wherever an episode starts.
+    ``load(split)`` is read once per split and must return the same tasks each time.
+    """
+
+    def __init__(self, owner: str, splits: Sequence[str], load: Callable[[str], Iterable[Task]]) -> None:
+        self.owner = owner
+        self.splits = tuple(splits)
+        self._load = load
+        self._by_split: dict[str, tuple[tuple[Task, ...], dict[str, Task]]] = {}
+
+    def __repr__(self) -> str:
+        return f"TaskIndex({self.owner!r}, splits={self.splits!r})"
+
+    @property
+    def default_split(self) -> str | None:
+        """The split a task is drawn from when none is named: the first one."""
+        return self.splits[0] if self.splits else None
+
+    def _split(self, split: str) -> tuple[tuple[Task, ...], dict[str, Task]]:
+        loaded = self._by_split.get(split)
+        if loaded is None:
+            if split not in self.splits:
+                known = ", ".join(self.splits) or "none"
+                raise TaskError(f"{self.owner} has no split '{split}'; its splits: {known}")
+            tasks = tuple(self._load(split))
+            loaded = self._by_split[split] = (tasks, {task.id: task for task in tasks})
+        return loaded
+
+    def split(self, split: str) -> tuple[Task, ...]:
+        """Every task of ``split``, in the environment's order."""
+        return self._split(split)[0]
+
+    def page(self, split: str, offset: int = 0, limit: int | None = None) -> tuple[Task, ...]:
+        """Tasks ``offset`` to ``offset + limit`` of ``split`` (all the rest when ``limit`` is None)."""
+        if offset < 0 or (limit is not None and limit < 0):
+            raise TaskError(f"offset and limit must be >= 0, got offset={offset}, limit={limit}")
+        tasks = self.split(split)
+        return tasks[offset:] if limit is None else tasks[offset : offset + limit]
+
+    def find(self, task_id: str, split: str | None = None) -> Task:
+        """The task ``task_id``, which may carry its split (``"test/0003"``) or take ``split``
+        (default: the first split)."""
+        if split is None:
+            split = task_id.split("/", 1)[0] if "/" in task_id else self.default_split
+        if split is None:
+            raise TaskError(f"{self.owner} has no tasks; reset it without a task id")
+        by_id = self._split(split)[1]
+        task = by_id.get(task_id) or by_id.get(f"{split}/{task_id}")
+        if task is None:
+            raise TaskError(f"no task '{task_id}' in split '{split}' of {self.owner}")
+        return task
+
+    def draw(self, seed: int | None, split: str | None = None) -> Task | None:
+        """The task of ``split`` (default: the first) that ``seed`` picks; None without tasks."""
+        split = split if split is not None else self.default_split
+        if split is None:
+            return None
+        tasks = self.split(split)
+        return random.Random(seed).choice(tasks) if tasks else None
+
+    def choose(self, task: Task | str | None, seed: int | None, split: str | None = None) -> Task | None:
+        """The task an episode runs: ``task`` itself, the task it names, or one drawn by ``seed``."""
+        if isinstance(task, Task):
+            return task
+        if task is not None:
+            return self.find(task, split)
+        return self.draw(seed, split)

@@ -223,7 +223,8 @@ class TextTurn:
     images: tuple[Block, ...] = ()
 
     @property
-    def finished(self) -> bool:
+    def over(self) -> bool:
+        """The episode takes no further turn: it ended, was cut short, or failed."""
         return self.done or self.truncated or self.failure is not None
 
 

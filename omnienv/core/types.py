@@ -79,6 +79,9 @@ class Observation:
         return cls(blocks, bool(data.get("is_error", False)))
 
 
+_GENERIC_CODES = frozenset({"ERROR", "ENV_FAILURE"})
+
+
 @dataclass(frozen=True, slots=True)
 class Failure:
     """An infrastructure failure. Episodes that carry one are masked by trainers, never scored."""
@@ -92,6 +95,14 @@ class Failure:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Failure:
         return cls(str(data["kind"]), str(data["message"]))
+
+    @classmethod
+    def from_exception(cls, where: str, exc: BaseException) -> Failure:
+        """The failure ``exc`` stands for: a specific wire code as the kind (``step_timeout``,
+        ``session_lost``, ``worker_lost``...) when it has one, else ``env_error``."""
+        code = getattr(exc, "code", None)
+        generic = not isinstance(code, str) or code in _GENERIC_CODES
+        return cls("env_error" if generic else code.lower(), f"{where} raised {type(exc).__name__}: {exc}")
 
 
 @dataclass(slots=True)
@@ -112,8 +123,9 @@ class StepResult:
     failure: Failure | None = None
 
     @property
-    def finished(self) -> bool:
-        return self.done or self.truncated
+    def over(self) -> bool:
+        """The episode takes no further step: it ended, was cut short, or failed."""
+        return self.done or self.truncated or self.failure is not None
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -6,7 +6,7 @@ verifiers, skyrl-gym, gem-llm), which is an optional extra: import the module yo
 
 In-process dialects wrap an environment: ``gymnasium``, ``verifiers``, ``skyrl_gym``, ``gem``.
 ``trl`` makes TRL's ``GRPOTrainer(environment_factory=...)`` class, in-process or over a server.
-HTTP dialects are routers that ``omnienv.server.create_app`` mounts on every server: ``ors``
+HTTP dialects are routers that ``omnienv.app.create_app`` mounts on every server: ``ors``
 (ORS/OpenReward, REST + SSE) and ``nemo_gym`` (NeMo Gym resources server, signed cookie).
 """
 

@@ -6,27 +6,27 @@ its calls in order (stopping when the episode ends), and fold the results into o
 :class:`TextTurn`. A reply that holds no valid call costs a turn and answers with the expected
 format, so a model that never learns the format still reaches ``max_turns``.
 
-Async environments run on a private event loop owned by the session, because these frameworks
-call ``step`` from plain synchronous code.
+Async environments run through :func:`omnienv.core.as_sync`, because these frameworks call
+``step`` from plain synchronous code.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeAlias
+from typing import TypeAlias
 
 from omnienv.core import (
     ActionError,
     AsyncEnvironment,
     Environment,
     EnvironmentBase,
+    EpisodeLedger,
     EpisodeOverError,
     State,
     StepResult,
     Task,
     ToolCall,
+    as_sync,
     load_environment,
 )
 from omnienv.core.text_actions import TagGrammar, TextActions, TextTurn, merge_results, render_tools_prompt
@@ -53,61 +53,50 @@ def prompt_text(env: EnvLike, task: Task | str | None, seed: int | None) -> str:
     Dialects whose frameworks need the prompt before the episode's own environment exists
     (verifiers builds its dataset up front) use this; it is safe inside a running event loop.
     """
-    instance = resolve_env(env)
-    if isinstance(instance, AsyncEnvironment):
-        with ThreadPoolExecutor(1) as pool:
-            return pool.submit(asyncio.run, _async_prompt(instance, task, seed)).result()
+    instance = as_sync(resolve_env(env))
     try:
         return instance.reset(task, seed).text
     finally:
         instance.close()
 
 
-async def _async_prompt(env: AsyncEnvironment, task: Task | str | None, seed: int | None) -> str:
-    try:
-        return (await env.reset(task, seed)).text
-    finally:
-        await env.close()
-
-
 class TextSession:
     """One environment driven by text; not thread-safe (one session per rollout)."""
 
     def __init__(self, env: EnvLike, *, tags: TagGrammar | None = None, max_turns: int | None = None) -> None:
-        env = resolve_env(env)
-        self.env = env
-        self.actions = TextActions.for_env(env, tags)
-        self.max_turns = max_turns if max_turns is not None else env.max_turns
-        self.turns = 0
-        self.finished = False
-        self._loop: asyncio.AbstractEventLoop | None = None
+        instance = resolve_env(env)
+        self.env = instance
+        self.sync = as_sync(instance)
+        self.actions = TextActions.for_env(instance, tags)
+        self.max_turns = max_turns if max_turns is not None else instance.max_turns
+        self.ledger = EpisodeLedger()
+        """The episode as the framework sees it, turn by turn."""
 
     def __repr__(self) -> str:
         return f"TextSession({self.env!r}, turns={self.turns})"
+
+    @property
+    def turns(self) -> int:
+        return self.ledger.steps
+
+    @property
+    def over(self) -> bool:
+        return self.ledger.over
 
     @property
     def instructions(self) -> str:
         """The system prompt that teaches a text-only model the tools and the call format."""
         return render_tools_prompt(self.env.tools, self.actions.tags)
 
-    def _run(self, value: Any) -> Any:
-        if not isinstance(self.env, AsyncEnvironment):
-            return value
-        if self._loop is None:
-            self._loop = asyncio.new_event_loop()
-        return self._loop.run_until_complete(value)
-
     def reset(self, task: Task | str | None = None, seed: int | None = None) -> str:
         """Start an episode; returns the prompt's text. Setup crashes raise EnvironmentFailure."""
-        observation = self._run(self.env.reset(task, seed))
-        self.turns = 0
-        self.finished = False
-        return str(observation.text)
+        observation = self.sync.reset(task, seed)
+        self.ledger = EpisodeLedger(seed=seed)
+        return observation.text
 
     def step(self, text: str) -> TextTurn:
         """Run every call in the reply ``text`` and fold their results into one turn."""
-        if self.finished:
-            raise EpisodeOverError(f"{self.env.name}: the episode is over; call reset() to start another")
+        self._require_running()
         try:
             calls = self.actions.parse(text)
         except ActionError as exc:
@@ -117,31 +106,46 @@ class TextSession:
 
     def step_calls(self, calls: Sequence[ToolCall]) -> TextTurn:
         """Run already-parsed calls in order, stopping when the episode ends, as one turn."""
-        if self.finished:
-            raise EpisodeOverError(f"{self.env.name}: the episode is over; call reset() to start another")
+        self._require_running()
         if not calls:
             raise ValueError("step_calls needs at least one ToolCall")
         results: list[StepResult] = []
         for call in calls:
-            result = self._run(self.env.step(call))
+            result = self.sync.step(call)
             results.append(result)
-            if result.finished or result.failure is not None:
+            if result.over:
                 break
         return self._end_turn(merge_results(results))
 
-    def _end_turn(self, turn: TextTurn) -> TextTurn:
-        self.turns += 1
-        if not turn.finished and self.max_turns is not None and self.turns >= self.max_turns:
-            turn = TextTurn(turn.text, turn.reward, turn.done, True, turn.info, turn.failure, turn.images)
-        self.finished = turn.finished
-        return turn
+    def end(self) -> TextTurn:
+        """End the episode now (the framework's turn budget ran out) and score it: the turn
+        carries the rubric's reward. An episode already over gets an empty turn."""
+        if self.ledger.over:
+            return TextTurn("", 0.0, self.ledger.done, self.ledger.truncated, {}, self.ledger.failure)
+        return self._end_turn(merge_results([self.sync.end()]), count=False)
+
+    def _require_running(self) -> None:
+        if self.ledger.over:
+            raise EpisodeOverError(f"{self.env.name}: the episode is over; call reset() to start another")
+
+    def _end_turn(self, turn: TextTurn, *, count: bool = True) -> TextTurn:
+        limit = self.max_turns
+        if count and not turn.over and limit is not None and self.ledger.steps + 1 >= limit:
+            ended = self.sync.end()  # the turn budget is spent: score the episode as cut short
+            turn = TextTurn(
+                turn.text,
+                turn.reward + ended.reward,
+                turn.done,
+                True,
+                {**turn.info, **ended.info},
+                ended.failure,
+                turn.images,
+            )
+        return self.ledger.record(turn, step=count)
 
     def state(self) -> State:
-        return self._run(self.env.state())  # type: ignore[no-any-return]
+        return self.sync.state()
 
     def close(self) -> None:
-        """Close the environment and the private loop; safe to call more than once."""
-        self._run(self.env.close())
-        if self._loop is not None:
-            self._loop.close()
-            self._loop = None
+        """Close the environment; safe to call more than once."""
+        self.sync.close()

@@ -61,7 +61,7 @@ class OmniToolEnv(vf.StatefulToolEnv):
         self.omnienv_class = cls
         self._episodes: dict[str, AsyncEnv] = {}
         split = split or (cls.splits[0] if cls.splits else None)
-        task_ids: list[str | None] = [t.id for t in cls._split_tasks(split)] if split else [None] * episodes
+        task_ids: list[str | None] = [t.id for t in cls.task_index().split(split)] if split else [None] * episodes
         if num_examples > 0:
             task_ids = task_ids[:num_examples]
         rows = [

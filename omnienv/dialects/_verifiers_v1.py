@@ -191,7 +191,7 @@ class OmniTaskset(vf.Taskset[OmniTask, OmniTasksetConfig]):
         cls = load_environment(config.env)
         split = config.split or (cls.splits[0] if cls.splits else None)
         task_ids: list[str | None] = (
-            [task.id for task in cls._split_tasks(split)] if split else [None] * config.episodes
+            [task.id for task in cls.task_index().split(split)] if split else [None] * config.episodes
         )
         for i, task_id in enumerate(task_ids):
             seed = config.seed + i

@@ -41,7 +41,7 @@ def environment_task(
 ) -> Task:
     """An Inspect task over ``split`` of ``env`` (a registered name or an Environment class)."""
     env_class = load_environment(env) if isinstance(env, str) else env
-    tasks = env_class._split_tasks(split)[:limit]
+    tasks = env_class.task_index().split(split)[:limit]
     samples = [Sample(input=f"{env_class.name} task {t.id}", id=t.id, metadata={"task_id": t.id}) for t in tasks]
     return Task(
         dataset=MemoryDataset(samples, name=f"{env_class.name}-{split}"),
@@ -82,7 +82,7 @@ def _play(env_class: type[EnvironmentBase], max_turns: int) -> Any:
                     )
                     if result.failure is not None:
                         outcome["failure"] = result.failure.to_dict()
-                    if result.finished:
+                    if result.over:
                         outcome.update(done=result.done, truncated=result.truncated)
                         break
                 if outcome["done"] or outcome["truncated"] or outcome["failure"]:

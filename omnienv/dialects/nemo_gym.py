@@ -22,15 +22,13 @@ in ``OMNIENV_NEMO_GYM_SECRET``, e.g. for several workers behind one address).
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import logging
 import os
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from itsdangerous import BadSignature, URLSafeSerializer
@@ -39,7 +37,6 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
 
 from omnienv.core.content import Block, ImageBlock, TextBlock
-from omnienv.core.env import AsyncEnvironment, Environment, EnvironmentBase
 from omnienv.core.errors import (
     EnvironmentFailure,
     MessageValidationError,
@@ -47,11 +44,13 @@ from omnienv.core.errors import (
     SessionError,
     SessionNotFoundError,
 )
+from omnienv.core.ledger import EpisodeLedger
 from omnienv.core.tasks import Task
 from omnienv.core.types import Failure, StepResult, ToolCall
+from omnienv.dialects.nemo_gym_data import nemo_gym_rows, nemo_gym_tools
 from omnienv.protocol.codec import encode
 from omnienv.protocol.codes import register_code
-from omnienv.protocol.messages import parse_reset
+from omnienv.protocol.messages import End, parse_reset
 from omnienv.server.handler import unexpected
 from omnienv.server.http import read_json_object, status_of
 from omnienv.server.sessions import NEMO_GYM, Session, SessionManager
@@ -67,6 +66,7 @@ __all__ = [
     "nemo_routes",
 ]
 
+_END = End()
 logger = logging.getLogger("omnienv.server")
 PREFIX = "/nemo_gym"
 SECRET_ENV = "OMNIENV_NEMO_GYM_SECRET"
@@ -99,10 +99,7 @@ class Rollout:
 
     session: Session
     task: Task | str | None
-    reward: float = 0.0
-    steps: int = 0
-    finished: bool = False
-    failure: Failure | None = None
+    ledger: EpisodeLedger = field(default_factory=EpisodeLedger)
 
 
 def _json(value: Any, status: int = 200) -> Response:
@@ -249,14 +246,11 @@ class NemoGymRouter:
         try:
             result: StepResult = await session.exclusive(call, self.manager.step(session, call))
         except EnvironmentFailure as exc:  # a hung or lost step voids the episode: /verify masks it
-            rollout.failure = session.machine.failure or Failure("env_error", exc.message)
+            rollout.ledger.fail(session.machine.failure or Failure.from_exception(f"tool '{name}'", exc))
             raise
-        rollout.steps += 1
-        rollout.reward += result.reward
-        rollout.finished = result.finished
-        rollout.failure = result.failure or rollout.failure
+        rollout.ledger.record(result)
         reply = _block_output(result.observation.content, result.observation.is_error)
-        if result.finished:
+        if result.over:
             reply["done"] = True  # simple_agent's use_done_flag stops the loop on it
         return _json(reply)
 
@@ -270,12 +264,19 @@ class NemoGymRouter:
                     f"'{key}' must be a JSON object: /verify takes the dataset row plus "
                     '{"response": <the final Responses API object>}'
                 )
+        ledger = rollout.ledger
+        if not ledger.over:  # the agent loop stopped first (its max_steps): end and score the episode
+            session = rollout.session
+            try:
+                ledger.record(await session.exclusive(_END, self.manager.end(session)), step=False)
+            except EnvironmentFailure as exc:
+                ledger.fail(session.machine.failure or Failure.from_exception("end", exc))
         rollout.session.last_active = time.monotonic()
-        failure = rollout.failure
+        failure = ledger.failure
         return _json(
             {
                 **body,
-                "reward": 0.0 if failure else rollout.reward,
+                "reward": 0.0 if failure else ledger.reward,
                 "mask_sample": failure is not None,
                 "failure_kind": f"omnienv:{failure.kind}" if failure else None,
                 "failure_reason": failure.message if failure else None,
@@ -376,79 +377,3 @@ def aggregate(responses: Sequence[dict[str, Any]]) -> dict[str, Any]:
         for key, group in groups.items()
     ]
     return {"group_level_metrics": group_level, "agent_metrics": agent, "key_metrics": {"mean/reward": mean}}
-
-
-# -- the dataset ------------------------------------------------------------------------------
-
-
-def nemo_gym_tools(env_class: type[EnvironmentBase]) -> list[dict[str, Any]]:
-    """The tools as Responses-API function tools (``responses_create_params.tools``)."""
-    return [
-        {
-            "type": "function",
-            "name": spec.name,
-            "description": spec.description,
-            "parameters": spec.parameters,
-            "strict": False,
-        }
-        for spec in env_class.tools.values()
-    ]
-
-
-def _input_content(blocks: Sequence[Block]) -> str | list[dict[str, Any]]:
-    if all(isinstance(block, TextBlock) for block in blocks):
-        return "\n".join(block.text for block in blocks if isinstance(block, TextBlock))
-    parts: list[dict[str, Any]] = []
-    for block in blocks:
-        if isinstance(block, TextBlock):
-            parts.append({"type": "input_text", "text": block.text})
-        else:
-            url = f"data:{block.mime_type};base64,{base64.b64encode(block.data).decode('ascii')}"
-            parts.append({"type": "input_image", "image_url": url, "detail": "auto"})
-    return parts
-
-
-def _prompts(env_class: type[EnvironmentBase], tasks: Sequence[Task]) -> list[Sequence[Block]]:
-    """What ``reset`` shows for each task, from one instance reset once per task."""
-    if issubclass(env_class, Environment):
-        env = env_class()
-        try:
-            return [env.reset(task).content for task in tasks]
-        finally:
-            env.close()
-    if not issubclass(env_class, AsyncEnvironment):
-        raise TypeError(f"expected an environment class, got {env_class!r}")
-    async_env = env_class()
-
-    async def collect() -> list[Sequence[Block]]:
-        try:
-            return [(await async_env.reset(task)).content for task in tasks]
-        finally:
-            await async_env.close()
-
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(collect())
-    with ThreadPoolExecutor(1) as pool:  # called from async code: the resets get a loop of their own
-        return pool.submit(asyncio.run, collect()).result()
-
-
-def nemo_gym_rows(env_class: type[EnvironmentBase], split: str, limit: int | None = None) -> Iterator[dict[str, Any]]:
-    """One NeMo Gym dataset row per task of ``split``: the prompt, the tools and the task id.
-
-    The prompt is what ``reset`` shows for that task. Rows never carry the answer:
-    ``/seed_session`` finds the task again by ``task_id``.
-    """
-    tasks = env_class._split_tasks(split)[:limit]
-    tools = nemo_gym_tools(env_class)
-    for task, prompt in zip(tasks, _prompts(env_class, tasks), strict=True):
-        yield {
-            "responses_create_params": {
-                "input": [{"role": "user", "content": _input_content(prompt)}],
-                "tools": tools,
-            },
-            "env": env_class.name,
-            "task_id": task.id,
-            "split": task.split,
-        }

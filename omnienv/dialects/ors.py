@@ -20,7 +20,6 @@ to clients are ``Task.to_dict()``: never the answer; ``/create`` finds the task 
 
 from __future__ import annotations
 
-import base64
 import time
 import uuid
 from collections import OrderedDict
@@ -32,12 +31,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from omnienv.core.content import Block, ImageBlock, TextBlock
 from omnienv.core.errors import (
     ActionError,
     EnvironmentFailure,
     EpisodeOverError,
-    InvalidArgumentsError,
     MessageValidationError,
     OmniEnvError,
     SessionNotFoundError,
@@ -45,12 +42,23 @@ from omnienv.core.errors import (
     UnknownToolError,
 )
 from omnienv.core.tasks import Task
-from omnienv.core.tools import unknown_tool
 from omnienv.core.types import Observation, StepResult, ToolCall
+from omnienv.dialects.ors_wire import (
+    SessionGoneError,
+    StreamError,
+    call_output,
+    guarded,
+    json_response,
+    ors_blocks,
+    ors_split_type,
+    refusal,
+    refusal_reason,
+    sse,
+)
 from omnienv.protocol.codec import encode
-from omnienv.protocol.messages import Reset
+from omnienv.protocol.messages import Reset, parse_reset
 from omnienv.server.handler import unexpected
-from omnienv.server.http import read_json_object, status_of
+from omnienv.server.http import read_json_object
 from omnienv.server.sessions import ORS, Session, SessionManager
 
 __all__ = ["OrsRouter", "ors_blocks", "ors_routes", "ors_split_type"]
@@ -65,14 +73,6 @@ MINTED_TTL = 3600.0
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
-class _StreamError(Exception):
-    """The environment failed during a call: sent as an SSE ``error`` event."""
-
-
-class SessionGoneError(SessionNotFoundError):
-    """The session existed but was deleted or reaped (HTTP 410, as ORS servers answer)."""
-
-
 @dataclass(slots=True)
 class OrsSession:
     """What ORS adds to one of our sessions: the prompt, the finished flag, the last call's reply."""
@@ -84,58 +84,6 @@ class OrsSession:
     replies: OrderedDict[str, bytes] = field(default_factory=OrderedDict)
     """Replies of finished calls by ``task_id``: a client re-POSTing after a dropped stream gets
     the same reply instead of running the tool twice."""
-
-
-def ors_blocks(blocks: Sequence[Block]) -> list[dict[str, Any]]:
-    """Our content blocks in ORS's shape (``mimeType``, base64 ``data``, ``detail``)."""
-    out: list[dict[str, Any]] = []
-    for block in blocks:
-        if isinstance(block, ImageBlock):
-            data = base64.b64encode(block.data).decode("ascii")
-            out.append({"type": "image", "data": data, "mimeType": block.mime_type, "detail": None})
-        elif isinstance(block, TextBlock):
-            out.append({"type": "text", "text": block.text, "detail": None})
-    return out
-
-
-def ors_split_type(split: str) -> str:
-    """ORS knows three split types; any other split name counts as training data."""
-    lowered = split.lower()
-    if lowered in ("test", "eval", "evaluation"):
-        return "test"
-    if lowered in ("validation", "valid", "val", "dev"):
-        return "validation"
-    return "train"
-
-
-def _sse(events: AsyncIterator[dict[str, str]], ping: int | None = None) -> Response:
-    """An SSE stream (sse-starlette, imported on first use to keep server start-up lean)."""
-    from sse_starlette.sse import EventSourceResponse
-
-    return EventSourceResponse(events, ping=ping, headers=SSE_HEADERS)
-
-
-def _json(value: Any, status: int = 200) -> Response:
-    return Response(encode(value), status, media_type="application/json")
-
-
-def _error(exc: OmniEnvError) -> Response:
-    """FastAPI's ``{"detail"}`` (what the SDK reads into its exception) plus our error code."""
-    status = 410 if isinstance(exc, SessionGoneError) else status_of(exc)
-    return _json({"detail": exc.message, "code": exc.code}, status)
-
-
-def _guarded(endpoint: Endpoint) -> Endpoint:
-    async def run(request: Request) -> Response:
-        try:
-            return await endpoint(request)
-        except OmniEnvError as exc:
-            return _error(exc)
-        except Exception as exc:
-            return _error(unexpected(exc))
-
-    run.__name__ = run.__qualname__ = endpoint.__name__
-    return run
 
 
 class OrsRouter:
@@ -203,10 +151,10 @@ class OrsRouter:
         return ors
 
     def tasks(self, split: Any) -> Sequence[Task]:
-        if not isinstance(split, str) or split not in self.env_class.splits:
+        if not isinstance(split, str):
             known = ", ".join(self.env_class.splits) or "none"
             raise TaskError(f"{self.name} has no split {split!r}; its splits: {known}")
-        return self.env_class._split_tasks(split)
+        return self.env_class.task_index().split(split)
 
     def task_at(self, split: Any, index: Any) -> Task:
         tasks = self.tasks(split)
@@ -224,18 +172,18 @@ class OrsRouter:
     # -- discovery ----------------------------------------------------------------------------
 
     async def list_environments(self, request: Request) -> Response:
-        return _json([self.name])
+        return json_response([self.name])
 
     async def version(self, request: Request) -> Response:
         from omnienv import __version__
 
-        return _json({"version": __version__, "build_sha": None})
+        return json_response({"version": __version__, "build_sha": None})
 
     async def tools(self, request: Request) -> Response:
         return Response(self.tools_body, media_type="application/json")
 
     async def splits(self, request: Request) -> Response:
-        return _json([{"name": split, "type": ors_split_type(split)} for split in self.env_class.splits])
+        return json_response([{"name": split, "type": ors_split_type(split)} for split in self.env_class.splits])
 
     async def list_tasks(self, request: Request) -> Response:
         body = await self.body(request)
@@ -250,12 +198,12 @@ class OrsRouter:
 
     async def num_tasks(self, request: Request) -> Response:
         body = await self.body(request)
-        return _json({"num_tasks": len(self.tasks(body.get("split")))})
+        return json_response({"num_tasks": len(self.tasks(body.get("split")))})
 
     async def get_task(self, request: Request) -> Response:
         body = await self.body(request)
         task = self.task_at(body.get("split"), body.get("index"))
-        return _json({"task": task.to_dict(), "env_name": self.name})
+        return json_response({"task": task.to_dict(), "env_name": self.name})
 
     async def task_range(self, request: Request) -> Response:
         body = await self.body(request)
@@ -265,7 +213,7 @@ class OrsRouter:
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
                 raise MessageValidationError(f"'{key}' must be an integer or null, got {value!r}")
         chosen = tasks[slice(start, stop)]
-        return _json({"tasks": [task.to_dict() for task in chosen], "env_name": self.name})
+        return json_response({"tasks": [task.to_dict() for task in chosen], "env_name": self.name})
 
     # -- sessions -----------------------------------------------------------------------------
 
@@ -282,7 +230,7 @@ class OrsRouter:
             yield {"event": "task_id", "data": sid}
             yield {"event": "end", "data": ""}
 
-        return _sse(events())
+        return sse(events())
 
     def resolve_task(self, body: dict[str, Any]) -> Task | None:
         spec = body.get("task_spec")
@@ -293,9 +241,8 @@ class OrsRouter:
                 )
             split = spec.get("split")
             if not isinstance(split, str):
-                split = spec["id"].split("/", 1)[0]
-            self.tasks(split)
-            return self.env_class.get_task(split, spec["id"])
+                split = None  # the id's own prefix, else the first split
+            return self.env_class.task_index().find(spec["id"], split)
         if "split" in body or "index" in body:
             return self.task_at(body.get("split"), body.get("index"))
         if self.env_class.splits:
@@ -322,20 +269,20 @@ class OrsRouter:
             self.minted[sid] = minted_at  # not used: the client may retry /create with it
             raise
         try:
-            reset = Reset(None, task.id if task else None, task.split if task else None)
+            reset = Reset(parse_reset(body).seed, task.id if task else None, task.split if task else None)
             observation: Observation = await session.exclusive(reset, self.manager.reset(session, reset))
         except BaseException:
             await self.manager.close(session)
             raise
         self.sessions[sid] = OrsSession(session, task, ors_blocks(observation.content))
         session.expire = lambda reason, sid=sid: self.forget(sid)  # type: ignore[misc]
-        return _json({"sid": sid})
+        return json_response({"sid": sid})
 
     async def prompt(self, request: Request) -> Response:
-        return _json(self.lookup(request).prompt)
+        return json_response(self.lookup(request).prompt)
 
     async def messages(self, request: Request) -> Response:
-        return _json([{"role": "user", "blocks": self.lookup(request).prompt, "detail": None}])
+        return json_response([{"role": "user", "blocks": self.lookup(request).prompt, "detail": None}])
 
     async def task_tools(self, request: Request) -> Response:
         self.lookup(request)
@@ -343,7 +290,7 @@ class OrsRouter:
 
     async def ping(self, request: Request) -> Response:
         self.lookup(request)
-        return _json({"status": "ok"})
+        return json_response({"status": "ok"})
 
     async def delete(self, request: Request) -> Response:
         sid = self.sid_of(request)
@@ -351,7 +298,7 @@ class OrsRouter:
         ors = self.forget(sid)
         if ors is not None:
             await self.manager.close(ors.session)
-        return _json({"sid": sid})
+        return json_response({"sid": sid})
 
     # -- tool calls ---------------------------------------------------------------------------
 
@@ -367,7 +314,7 @@ class OrsRouter:
                 yield {"event": "task_id", "data": task_id}
                 yield {"event": "end", "data": replay.decode()}
 
-            return _sse(replayed())
+            return sse(replayed())
         if not isinstance(name, str) or not name:
             raise MessageValidationError('\'name\' must be the name of a tool, e.g. {"name": "guess", "input": {...}}')
         if arguments is None:
@@ -378,7 +325,7 @@ class OrsRouter:
             yield {"event": "task_id", "data": call_id}
             try:
                 reply = await self.call_reply(ors, name, arguments)
-            except _StreamError as exc:
+            except StreamError as exc:
                 yield {"event": "error", "data": str(exc)}
                 return
             ors.replies[call_id] = reply
@@ -386,58 +333,35 @@ class OrsRouter:
                 ors.replies.popitem(last=False)
             yield {"event": "end", "data": reply.decode()}
 
-        return _sse(events(), ping=10)
+        return sse(events(), ping=10)
 
     async def call_reply(self, ors: OrsSession, name: str, arguments: Any) -> bytes:
         """The ``end`` event's JSON: a tool output, or ``ok: false`` with ORS's reason."""
         if ors.finished:
-            return _refusal(f"'{name}' was not run: the episode has finished; open a new session", "episode_finished")
-        spec = self.env_class.tools.get(name)
-        if spec is None:
-            return _refusal(unknown_tool(name, self.env_class.tools).message, "not_found")
+            return refusal(f"'{name}' was not run: the episode has finished; open a new session", "episode_finished")
         if not isinstance(arguments, dict):
-            return _refusal(
+            return refusal(
                 f"'input' of tool '{name}' must be a JSON object, got {type(arguments).__name__}", "bad_input_shape"
             )
-        try:
-            spec.validate(arguments)
-        except InvalidArgumentsError as exc:
-            return _refusal(exc.message, "input_validation")
         call = ToolCall(name, arguments)
         try:
             result: StepResult = await ors.session.exclusive(call, self.manager.step(ors.session, call))
         except EpisodeOverError as exc:
             ors.finished = True
-            return _refusal(exc.message, "episode_finished")
+            return refusal(exc.message, "episode_finished")
         except (UnknownToolError, ActionError) as exc:
-            return _refusal(exc.message, "input_validation")
+            return refusal(exc.message, "input_validation")
         except EnvironmentFailure as exc:  # the SDK reads an `error` event as "the session is dead"
-            raise _StreamError(exc.message) from exc
+            raise StreamError(exc.message) from exc
         except OmniEnvError as exc:
-            return _refusal(exc.message, "error", exc.code)
+            return refusal(exc.message, "error", exc.code)
         except Exception as exc:
-            raise _StreamError(unexpected(exc).message) from exc
-        ors.finished = result.finished
-        metadata: dict[str, Any] = {
-            "done": result.done,
-            "truncated": result.truncated,
-            "is_error": result.observation.is_error,
-        }
-        if result.info:
-            metadata["info"] = result.info
-        if result.failure is not None:
-            metadata["failure"] = result.failure.to_dict()
-        return encode(
-            {
-                "ok": True,
-                "output": {
-                    "blocks": ors_blocks(result.observation.content),
-                    "metadata": metadata,
-                    "reward": result.reward,
-                    "finished": result.finished,
-                },
-            }
-        )
+            raise StreamError(unexpected(exc).message) from exc
+        ors.finished = result.over
+        refused = refusal_reason(result)
+        if refused is not None:  # the environment's own check, answered ORS's way
+            return refusal(result.observation.text, refused)
+        return call_output(result)
 
     # -- routes -------------------------------------------------------------------------------
 
@@ -455,25 +379,18 @@ class OrsRouter:
             ("/call", self.call, "POST"),
         ]
         routes = [
-            Route("/list_environments", _guarded(self.list_environments), methods=["GET"]),
-            Route("/version", _guarded(self.version), methods=["GET"]),
-            Route("/create_session", _guarded(self.create_session), methods=["POST"]),
-            Route("/create", _guarded(self.create), methods=["POST"]),
-            Route("/ping", _guarded(self.ping), methods=["POST"]),
-            Route("/delete", _guarded(self.delete), methods=["POST"]),
-            Route("/delete_session", _guarded(self.delete), methods=["POST"]),
+            Route("/list_environments", guarded(self.list_environments), methods=["GET"]),
+            Route("/version", guarded(self.version), methods=["GET"]),
+            Route("/create_session", guarded(self.create_session), methods=["POST"]),
+            Route("/create", guarded(self.create), methods=["POST"]),
+            Route("/ping", guarded(self.ping), methods=["POST"]),
+            Route("/delete", guarded(self.delete), methods=["POST"]),
+            Route("/delete_session", guarded(self.delete), methods=["POST"]),
         ]
-        routes += [Route(f"/{self.name}{path}", _guarded(fn), methods=[method]) for path, fn, method in per_env]
+        routes += [Route(f"/{self.name}{path}", guarded(fn), methods=[method]) for path, fn, method in per_env]
         # Bare paths: what the SDK sends without a variant. /splits stays omnienv's own route.
-        routes += [Route(path, _guarded(fn), methods=[method]) for path, fn, method in per_env if path != "/splits"]
+        routes += [Route(path, guarded(fn), methods=[method]) for path, fn, method in per_env if path != "/splits"]
         return routes
-
-
-def _refusal(message: str, reason: str, code: str | None = None) -> bytes:
-    body: dict[str, Any] = {"ok": False, "error": message, "reason": reason}
-    if code is not None:
-        body["code"] = code
-    return encode(body)
 
 
 def ors_routes(manager: SessionManager) -> list[Route]:

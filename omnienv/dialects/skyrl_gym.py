@@ -61,15 +61,13 @@ class SkyRLTextEnv(BaseTextEnv):
         max_turns = extras.get("max_turns", config.get("max_turns"))
         self.session = TextSession(target, tags=config.get("text_actions"), max_turns=max_turns)
         self.max_turns = self.session.max_turns or 0
-        self._reward = 0.0
-        self._failure: dict[str, str] | None = None
         self._info: dict[str, Any] = {}
 
     def init(self, prompt: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         """Reset the episode. An empty ``prompt`` becomes [system: tools, user: the env's prompt]."""
         first = self.session.reset(self.task_id, self.seed)
         self.turns = 0
-        self._reward, self._failure, self._info = 0.0, None, {}
+        self._info = {}
         messages = list(prompt) or [{"role": "user", "content": first}]
         if not any(message.get("role") == "system" for message in messages):
             messages.insert(0, {"role": "system", "content": self.session.instructions})
@@ -79,13 +77,11 @@ class SkyRLTextEnv(BaseTextEnv):
     def step(self, action: str) -> BaseTextEnvStepOutput:
         turn = self.session.step(action)
         self.turns = self.session.turns
-        self._reward += turn.reward
         self._info = dict(turn.info)
         metadata = dict(turn.info)
         if turn.failure is not None:
-            self._failure = turn.failure.to_dict()
-            metadata["failure"] = self._failure
-        done = turn.finished
+            metadata["failure"] = turn.failure.to_dict()
+        done = turn.over
         return BaseTextEnvStepOutput(
             observations=[] if done else [{"role": "user", "content": turn.text}],
             reward=float(turn.reward),
@@ -97,8 +93,8 @@ class SkyRLTextEnv(BaseTextEnv):
     def get_metrics(self) -> dict[str, Any]:
         metrics: dict[str, Any] = {
             "turns": self.turns,
-            "episode_reward": self._reward,
-            "failure": 1.0 if self._failure else 0.0,
+            "episode_reward": self.session.ledger.reward,
+            "failure": 1.0 if self.session.ledger.failure else 0.0,
         }
         metrics.update({f"rubric/{name}": value for name, value in self._info.get("rubric", {}).items()})
         return metrics
@@ -124,7 +120,7 @@ def dataset_rows(
     """SkyRL dataset rows for every task of ``split``: prompt, ``env_class`` and ``extra_info``."""
     cls = load_environment(name)
     rows = []
-    for i, task in enumerate(cls._split_tasks(split)):
+    for i, task in enumerate(cls.task_index().split(split)):
         session = TextSession(cls)
         try:
             prompt = session.reset(task, seed + i)

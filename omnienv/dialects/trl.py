@@ -19,7 +19,6 @@ timeout or a crashed sandbox is masked instead of trained on as a reward of 0 (d
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import keyword
 import logging
@@ -32,9 +31,9 @@ from typing import Any, ClassVar, Literal
 
 from omnienv.core import (
     ActionError,
-    AsyncEnvironment,
     EnvironmentBase,
     EnvironmentDefinitionError,
+    EpisodeLedger,
     Failure,
     Observation,
     OmniEnvError,
@@ -42,6 +41,7 @@ from omnienv.core import (
     TaskError,
     ToolCall,
     UsageError,
+    as_sync,
     load_environment,
 )
 from omnienv.core.content import ImageBlock
@@ -71,16 +71,14 @@ class TRLEnvironment:
 
     def __init__(self) -> None:
         self._env = type(self)._open()
-        self._started = self._over = False
-        self._reward = 0.0
-        self._failure: Failure | None = None
+        self._ledger: EpisodeLedger | None = None
 
     def reset(self, **row: Any) -> str | list[dict[str, Any]]:
         """Start the row's episode (``task_id`` and ``seed`` columns); returns the prompt for TRL to append."""
-        self._started, self._over, self._reward, self._failure = True, False, 0.0, None
         seed = row.get("seed")
+        self._ledger = EpisodeLedger(seed=None if seed is None else int(seed))
         try:
-            prompt = _content(self._env.reset(row.get("task_id"), None if seed is None else int(seed)))
+            prompt = _content(self._env.reset(row.get("task_id"), self._ledger.seed))
         except TaskError:  # a task_id the environment lacks: the dataset is wrong, say so at once
             raise
         except Exception as exc:
@@ -91,41 +89,39 @@ class TRLEnvironment:
         return prompt
 
     def get_reward(self) -> float | None:
-        """The episode's reward, rubric included; None (masked by TRL) when infrastructure failed."""
-        if self._started and not self._over:
-            self._over = True  # the trainer ended the episode early: score it as truncated
+        """The episode's reward, rubric included; None (masked by TRL) when infrastructure failed.
+
+        An episode still running when TRL asks (its tool-call budget ran out) is ended and scored
+        first, the same way in-process and served.
+        """
+        ledger = self._ledger
+        if ledger is None:
+            return None
+        if not ledger.over:
             try:
-                self._reward += self._final_score()
+                ledger.record(self._env.end(), step=False)
             except Exception as exc:
-                self._fail("rubric", exc)
-        return None if self._failure is not None or not self._started else self._reward
+                self._fail("end", exc)
+        return ledger.final_reward
 
     @property
     def failure(self) -> Failure | None:
         """The infrastructure failure that voided the current episode, if any."""
-        return self._failure
-
-    def _final_score(self) -> float:
-        env = self._env
-        if isinstance(env, _Blocking):
-            return float(env.run(env.env.rubric.ascore(env.env)).total) if env.env.rubric else 0.0
-        if isinstance(env, EnvironmentBase) and env.rubric is not None:
-            return float(env.rubric.score(env).total)
-        return 0.0  # a server scores only the episodes that end by the environment's own rules
+        return self._ledger.failure if self._ledger is not None else None
 
     def _call(self, name: str, arguments: dict[str, Any]) -> str | list[dict[str, Any]]:
-        if self._over:
-            return _VOID if self._failure is not None else _OVER
+        ledger = self._ledger
+        if ledger is not None and ledger.over:
+            return _VOID if ledger.failure is not None else _OVER
         try:
             result: StepResult = self._env.step(ToolCall(name, arguments))
         except (UsageError, ActionError) as exc:  # the model's mistake: answer it, the episode goes on
             return str(exc)
         except Exception as exc:  # timeouts, lost sessions, crashes: infrastructure, so mask the episode
             return self._fail(f"tool '{name}'", exc)
-        self._reward += result.reward
-        self._over = result.finished or result.failure is not None
+        if ledger is not None:
+            ledger.record(result)
         if result.failure is not None:
-            self._failure = result.failure
             logger.warning("%s: episode failed: %s", type(self).__name__, result.failure.message)
         return _content(result.observation)
 
@@ -137,32 +133,14 @@ class TRLEnvironment:
             exc,
             exc_info=None if isinstance(exc, OmniEnvError) else exc,
         )  # a traceback for crashes only
-        kind = str(getattr(exc, "code", "env_error")).lower()
-        self._failure, self._over = Failure(kind, f"{where} raised {type(exc).__name__}: {exc}"), True
+        if self._ledger is None:
+            self._ledger = EpisodeLedger()
+        self._ledger.fail(Failure.from_exception(where, exc))
         return _VOID
 
     def _close(self) -> None:
         """Release the environment or the server session; TRL never closes its instances itself."""
         self._env.close()
-
-
-class _Blocking:
-    """An AsyncEnvironment driven by TRL's synchronous calls, on a private event loop."""
-
-    def __init__(self, env: AsyncEnvironment) -> None:
-        self.env = env
-        self.loop = asyncio.new_event_loop()
-        self.run = self.loop.run_until_complete
-
-    def reset(self, task: str | None, seed: int | None) -> Observation:
-        return self.run(self.env.reset(task, seed))  # type: ignore[no-any-return]
-
-    def step(self, call: ToolCall) -> StepResult:
-        return self.run(self.env.step(call))  # type: ignore[no-any-return]
-
-    def close(self) -> None:
-        self.run(self.env.close())
-        self.loop.close()
 
 
 def environment_factory(
@@ -193,7 +171,7 @@ def environment_factory(
                 f"URL, got {type(env).__name__}: TRL needs a fresh instance per rollout"
             )
         tools, env_name = [(t, t.function) for t in cls.tools.values()], cls.name
-        opener = (lambda: _Blocking(cls(**kwargs))) if issubclass(cls, AsyncEnvironment) else lambda: cls(**kwargs)
+        opener = lambda: as_sync(cls(**kwargs))  # noqa: E731
     namespace: dict[str, Any] = {"_open": staticmethod(opener), "__module__": __name__}
     for spec, function in tools:
         if (
@@ -317,7 +295,7 @@ def dataset(env: str | type[EnvironmentBase], split: str = "train", *, limit: in
         task_ids = [task["id"] for task in reply.json()["tasks"]]
     else:
         cls = load_environment(env) if isinstance(env, str) else env
-        task_ids = [task.id for task in cls._split_tasks(split)][:limit]
+        task_ids = [task.id for task in cls.task_index().page(split, 0, limit)]
     if not task_ids:
         raise TaskError(f"split '{split}' of {env} has no tasks to train on")
     return Dataset.from_list([{"prompt": [{"role": "user", "content": ""}], "task_id": i} for i in task_ids])

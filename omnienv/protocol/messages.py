@@ -1,6 +1,8 @@
 """The messages of the session protocol: OpenEnv's ``/ws`` frames, as plain data.
 
-Requests (client -> server) are ``{"type": "reset" | "step" | "state" | "close", "data": {...}}``.
+Requests (client -> server) are ``{"type": "reset" | "step" | "end" | "state" | "close", "data": {...}}``.
+``end`` is ours (OpenEnv has no such frame): end the episode now and score it, as a trainer does
+when its turn budget runs out; its reply is a step's observation frame.
 A step's ``data`` is an OpenEnv MCP action: ``{"type": "call_tool", "tool_name", "arguments"}``
 or ``{"type": "list_tools"}``. Replies are ``{"type": "observation" | "state" | "error", "data"}``.
 
@@ -26,6 +28,7 @@ from omnienv.core.types import Failure, Observation, State, StepResult, ToolCall
 
 __all__ = [
     "Close",
+    "End",
     "GetState",
     "ListTools",
     "Mcp",
@@ -33,6 +36,7 @@ __all__ = [
     "Request",
     "Reset",
     "Step",
+    "end_request",
     "observation_from_reply",
     "parse_action",
     "parse_request",
@@ -76,6 +80,11 @@ class Close:
 
 
 @dataclass(frozen=True, slots=True)
+class End:
+    """End the episode now and score it (the trainer's cut)."""
+
+
+@dataclass(frozen=True, slots=True)
 class Mcp:
     """A JSON-RPC request inside ``{"type": "mcp", "data": {...}}`` (OpenEnv's direct tool path)."""
 
@@ -84,8 +93,8 @@ class Mcp:
 
 Step: TypeAlias = ToolCall
 """A step request is the tool call itself: one object per frame on the hot path, not two."""
-Request: TypeAlias = Reset | ToolCall | ListTools | GetState | Close | Mcp
-_LIST_TOOLS, _GET_STATE, _CLOSE = ListTools(), GetState(), Close()
+Request: TypeAlias = Reset | ToolCall | End | ListTools | GetState | Close | Mcp
+_LIST_TOOLS, _GET_STATE, _CLOSE, _END = ListTools(), GetState(), Close(), End()
 
 
 def parse_request(frame: Mapping[str, Any]) -> Request:
@@ -97,11 +106,13 @@ def parse_request(frame: Mapping[str, Any]) -> Request:
         return parse_reset(_data(frame))
     if kind == "state":
         return _GET_STATE
+    if kind == "end":
+        return _END
     if kind == "close":
         return _CLOSE
     if kind == "mcp":
         return Mcp(dict(_data(frame)))
-    raise UnknownMessageError(f"Unknown message type: {kind}; expected reset, step, state, mcp or close")
+    raise UnknownMessageError(f"Unknown message type: {kind}; expected reset, step, end, state, mcp or close")
 
 
 def _data(frame: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -166,6 +177,10 @@ def reset_request(task_id: str | None, seed: int | None, split: str | None = Non
     return {"type": "reset", "data": data}
 
 
+def end_request() -> dict[str, Any]:
+    return {"type": "end", "data": {}}
+
+
 def step_request(call: ToolCall) -> dict[str, Any]:
     data: dict[str, Any] = {"type": "call_tool", "tool_name": call.name, "arguments": call.arguments}
     if call.id is not None:
@@ -192,8 +207,10 @@ def reset_reply(observation: Observation) -> dict[str, Any]:
     return {"observation": {"metadata": {}, "content": content}, "reward": 0.0, "done": False}
 
 
-def step_reply(tool_name: str, result: StepResult) -> dict[str, Any]:
-    """One step in OpenEnv's call-tool observation shape, plus our ``truncated/info/failure``."""
+def step_reply(tool_name: str | None, result: StepResult) -> dict[str, Any]:
+    """One step in OpenEnv's call-tool observation shape, plus our ``truncated/info/failure``.
+
+    ``tool_name`` is None for the reply to ``end``, which ran no tool."""
     observation = result.observation
     content = [_mcp_block(block) for block in observation.content]
     info = result.info

@@ -16,7 +16,7 @@ from enum import Enum
 
 from omnienv.core.errors import EpisodeOverError, SessionError, SessionNotFoundError
 from omnienv.core.types import Failure, ToolCall
-from omnienv.protocol.messages import Request, Reset
+from omnienv.protocol.messages import End, Request, Reset
 
 __all__ = ["SessionMachine", "SessionState"]
 
@@ -42,7 +42,7 @@ class SessionMachine:
             raise SessionNotFoundError("this session is closed; open a new one")
         if self.busy:
             raise SessionError("the session is busy with another request; send one request at a time")
-        if self.state is SessionState.FAILED and isinstance(request, ToolCall):
+        if self.state is SessionState.FAILED and isinstance(request, ToolCall | End):
             reason = self.failure.message if self.failure else "it failed"
             raise EpisodeOverError(f"the episode was stopped ({reason}); call reset() to start another")
         self.busy = True

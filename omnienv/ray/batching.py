@@ -12,8 +12,6 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from ray.actor import ActorHandle
-
 from omnienv.ray.host import Reply
 
 __all__ = ["CallBatcher"]
@@ -31,7 +29,7 @@ class CallBatcher:
 
     __slots__ = ("actor", "in_flight", "loop", "pending", "scheduled", "tasks", "window")
 
-    def __init__(self, actor: ActorHandle, loop: asyncio.AbstractEventLoop, window: int = 1) -> None:
+    def __init__(self, actor: Any, loop: asyncio.AbstractEventLoop, window: int = 1) -> None:
         self.actor = actor
         self.loop = loop
         self.window = window

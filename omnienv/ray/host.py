@@ -16,7 +16,8 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeAlias
 
-from omnienv.core.env import AsyncEnv, AsyncEnvironment, EnvironmentBase, as_async
+from omnienv.core.adapters import AsyncEnv, as_async
+from omnienv.core.env import AsyncEnvironment, EnvironmentBase
 from omnienv.core.errors import EnvironmentFailure, NotResetError, OmniEnvError
 from omnienv.core.registry import load_environment
 from omnienv.core.tasks import Task
@@ -28,7 +29,7 @@ Reply: TypeAlias = tuple[bool, Any]
 """``(True, value)`` or ``(False, OmniEnvError)``: plain data, cheap to ship back."""
 
 
-_SESSION_METHODS = frozenset({"open", "start", "reset", "step", "state", "close"})
+_SESSION_METHODS = frozenset({"open", "start", "reset", "step", "end", "state", "close"})
 
 
 def unwrap(reply: Reply) -> Any:
@@ -113,6 +114,12 @@ class EnvHost:
         except Exception as exc:
             return _error(exc)
 
+    async def end(self, key: str) -> Reply:
+        try:
+            return True, await self._env(key).end()
+        except Exception as exc:
+            return _error(exc)
+
     async def state(self, key: str) -> Reply:
         try:
             return True, await self._env(key).state()
@@ -151,7 +158,7 @@ class EnvHost:
     async def _dispatch(self, method: str, key: str, args: tuple[Any, ...]) -> Reply:
         if method not in _SESSION_METHODS:
             return False, EnvironmentFailure(f"the environment host has no session method '{method}'")
-        return await getattr(self, method)(key, *args)  # type: ignore[no-any-return]
+        return await getattr(self, method)(key, *args)
 
     # -- introspection ------------------------------------------------------------------------
 

@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import ray
-from ray.actor import ActorHandle
 
 from omnienv.core.env import EnvironmentBase
 from omnienv.core.errors import WorkerLostError
@@ -28,7 +27,8 @@ class Host:
     """One actor and the bookkeeping the front process keeps about it."""
 
     index: int
-    actor: ActorHandle
+    actor: Any
+    """The ``ray.actor.ActorHandle`` of an ``EnvHost`` (Any: Ray types only ``@ray.method`` calls)."""
     sessions: int = 0
     alive: bool = True
     death: str = field(default="")

@@ -14,10 +14,11 @@ them on the least loaded live actor.
 from __future__ import annotations
 
 import asyncio
+import functools
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeAlias, TypeVar
 
 import ray
 from ray.exceptions import RayActorError
@@ -32,7 +33,7 @@ from omnienv.ray.placement import Host, HostPool
 __all__ = ["EnvPool"]
 
 T = TypeVar("T")
-Outcome = T | OmniEnvError
+Outcome: TypeAlias = T | OmniEnvError
 
 
 @dataclass(eq=False)
@@ -218,7 +219,7 @@ class EnvPool:
             for host, indices, items in batch.groups.values()
         ]
         for batch, host, indices, ref in calls:
-            self._fill(batch, host, indices, lambda ref=ref: ray.get(ref))
+            self._fill(batch, host, indices, functools.partial(ray.get, ref))
         return [batch.results for _, batch in batches]
 
     async def _agather(self, batch_call: tuple[str, _Batch]) -> list[Any]:
@@ -227,7 +228,7 @@ class EnvPool:
         refs = [getattr(host.actor, method).remote(items) for host, _, items in groups]
         replies = await asyncio.gather(*refs, return_exceptions=True)
         for (host, indices, _), reply in zip(groups, replies, strict=True):
-            self._fill(batch, host, indices, lambda reply=reply: _raise_or(reply))
+            self._fill(batch, host, indices, functools.partial(_raise_or, reply))
         return batch.results
 
     def _fill(self, batch: _Batch, host: Host, indices: list[int], fetch: Callable[[], list[Reply]]) -> None:

@@ -92,7 +92,7 @@ class RemoteEnv:
             self.host = self.pool.place()
         observation, state = await self._call("start", task, seed)
         self.known = State(state.episode_id, state.step_count, state.done, state.truncated, state.task_id)
-        return observation  # type: ignore[no-any-return]
+        return observation
 
     async def step(self, call: ToolCall) -> StepResult:
         result: StepResult = await self._call("step", call)
@@ -101,9 +101,14 @@ class RemoteEnv:
         known.done, known.truncated = result.done, result.truncated
         return result
 
+    async def end(self) -> StepResult:
+        result: StepResult = await self._call("end")
+        self.known.done, self.known.truncated = result.done, result.truncated
+        return result
+
     async def state(self) -> State:
         try:
-            return await self._call("state")  # type: ignore[no-any-return]
+            return await self._call("state")
         except WorkerLostError:
             return replace(self.known, fields={})
 

@@ -11,12 +11,13 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
+from omnienv.app import create_app
 from omnienv.core.env import EnvironmentBase
 from omnienv.core.registry import load_environment
 from omnienv.ray.cluster import connect, disconnect
 from omnienv.ray.placement import HostPool
 from omnienv.ray.remote import remote_env_factory
-from omnienv.server import OmniApp, ServerConfig, create_app
+from omnienv.server import OmniApp, ServerConfig
 
 __all__ = ["create_ray_app", "ray_app", "serve_on_ray"]
 

@@ -20,7 +20,7 @@ import base64
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import openai
 
@@ -28,6 +28,10 @@ from omnienv.core import ActionError, Block, ImageBlock, OmniEnvError, TextBlock
 from omnienv.core.text_actions import TextActions, render_tools_prompt
 from omnienv.rollout.policy import EndEpisode
 from omnienv.rollout.trajectory import Episode
+
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletion
+    from openai.types.responses import Response
 
 __all__ = ["ChatPolicy", "ModelError"]
 
@@ -160,13 +164,12 @@ class ChatPolicy:
         return options
 
     async def _ask_chat(self, conversation: _Conversation) -> list[ToolCall]:
-        tools = {"tools": self._chat_tools} if self.mode == "chat" else {}
-        response = await self.client.chat.completions.create(
-            model=self.model,
-            messages=conversation.messages,
-            **tools,
-            **self._options(),  # type: ignore[arg-type]
-        )
+        # The conversation holds plain dicts shared by both APIs, not the SDK's TypedDicts: the
+        # request is passed as keywords and the (non-streaming) reply's type is stated.
+        request: dict[str, Any] = {"model": self.model, "messages": conversation.messages, **self._options()}
+        if self.mode == "chat":
+            request["tools"] = self._chat_tools
+        response: ChatCompletion = await self.client.chat.completions.create(**request)
         _count(conversation.episode, response.usage, "prompt_tokens", "completion_tokens")
         message = response.choices[0].message
         if self.mode == "text":
@@ -192,12 +195,9 @@ class ChatPolicy:
         return calls
 
     async def _ask_responses(self, conversation: _Conversation) -> list[ToolCall]:
-        response = await self.client.responses.create(
-            model=self.model,
-            input=conversation.messages,
-            tools=self._response_tools,  # type: ignore[arg-type]
-            **self._options(),
-        )
+        request: dict[str, Any] = {"model": self.model, "input": conversation.messages, **self._options()}
+        request["tools"] = self._response_tools
+        response: Response = await self.client.responses.create(**request)
         _count(conversation.episode, response.usage, "input_tokens", "output_tokens")
         calls = []
         for item in response.output:
@@ -220,7 +220,7 @@ def _arguments(raw: str | None) -> dict[str, Any]:
         value = json.loads(raw or "{}")
     except json.JSONDecodeError:
         return raw  # type: ignore[return-value]
-    return value  # type: ignore[no-any-return]
+    return value
 
 
 def _count(episode: Episode, usage: Any, prompt_key: str, completion_key: str) -> None:

@@ -66,10 +66,8 @@ async def _play(env: AsyncEnv, policy: Policy, plan: EpisodePlan, episode: Episo
         started = time.perf_counter()
         result = await env.step(call)
         episode.steps.append(Step(call, result, time.perf_counter() - started))
-        if result.failure is not None:
-            episode.failure = result.failure
-            return
-        if result.finished:
+        if result.over:
+            episode.failure = result.failure or episode.failure
             return
 
 

@@ -28,7 +28,7 @@ def plan_episodes(
     """Episode ``i`` plays task ``i`` of the split (cycling) with seed ``seed + i``: reproducible."""
     if split is None:
         return [EpisodePlan(i, None, seed + i) for i in range(episodes)]
-    tasks = env_class._split_tasks(split)
+    tasks = env_class.task_index().split(split)
     if not tasks:
         raise TaskError(f"split '{split}' of {env_class.name} has no tasks")
     return [EpisodePlan(i, tasks[i % len(tasks)].id, seed + i) for i in range(episodes)]

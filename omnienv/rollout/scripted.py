@@ -1,4 +1,5 @@
-"""Built-in policies by name: ``random`` for any environment, scripted solvers per environment."""
+"""Built-in policies by name: ``random`` for any environment, and each environment's own players
+(its ``policies``: ``{"solver": "module:Class"}``), found through the environment class."""
 
 from __future__ import annotations
 
@@ -11,24 +12,17 @@ from omnienv.rollout.policy import Policy, RandomPolicy
 
 __all__ = ["make_policy", "policy_names"]
 
-# environment name -> policy name -> "module:Class" (classes taking no arguments)
-SCRIPTED: dict[str, dict[str, str]] = {
-    "wordle": {"solver": "omnienv.rollout.wordle_solver:WordleSolver"},
-    "jupyter": {"oracle": "omnienv.rollout.jupyter_oracle:JupyterOracle"},
-    "desktop": {"scripted": "omnienv.rollout.desktop_scripted:DesktopScripted"},
-}
-
 
 def policy_names(env_class: type[EnvironmentBase]) -> list[str]:
-    return ["random", *SCRIPTED.get(env_class.name, {})]
+    return ["random", *env_class.policies]
 
 
 def make_policy(name: str, env_class: type[EnvironmentBase], seed: int | None = None) -> Callable[[], Policy]:
     """A factory of fresh policies (one per worker), or a ValueError naming the choices."""
     if name == "random":
-        strings = _vocabulary(env_class)
+        strings = env_class.random_strings()
         return lambda: RandomPolicy(env_class.tools, seed=seed, strings=strings)
-    target = SCRIPTED.get(env_class.name, {}).get(name)
+    target = env_class.policies.get(name)
     if target is None and ":" in name:
         target = name  # "package.module:Class", e.g. the scripted policy of a package from `omnienv new`
     if target is None:
@@ -42,11 +36,3 @@ def make_policy(name: str, env_class: type[EnvironmentBase], seed: int | None = 
     except (ImportError, AttributeError) as exc:
         raise ValueError(f"cannot load policy '{target}': {exc}") from exc
     return cls  # type: ignore[no-any-return]
-
-
-def _vocabulary(env_class: type[EnvironmentBase]) -> list[str] | None:
-    if env_class.name == "wordle":
-        from omnienv.envs.wordle import accepted_words
-
-        return sorted(accepted_words())
-    return None

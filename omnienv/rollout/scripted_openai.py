@@ -2,9 +2,9 @@
 
 It answers ``/v1/chat/completions`` and ``/v1/responses`` like a real endpoint, so evals,
 examples and tests exercise the real ``openai`` client path offline. A responder reads the
-conversation and returns tool calls; :func:`wordle_responder` plays the Wordle solver from the
-marks in the tool results, exactly as a model would see them. ``Faults`` makes chosen requests
-fail or stall, to prove that runs survive a flaky endpoint.
+conversation and returns tool calls (Wordle's solver is one:
+:func:`omnienv.envs.wordle.solver.wordle_responder`). ``Faults`` makes chosen requests fail or
+stall, to prove that runs survive a flaky endpoint.
 """
 
 from __future__ import annotations
@@ -23,9 +23,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from omnienv.rollout.wordle_solver import next_guess, read_marks
-
-__all__ = ["Faults", "Reply", "create_app", "observations", "wordle_responder"]
+__all__ = ["Faults", "Reply", "Responder", "create_app", "observations"]
 
 Reply = list[tuple[str, dict[str, Any]]]
 """Tool calls as (name, arguments); an empty list answers with plain text."""
@@ -60,12 +58,7 @@ def _text(content: Any) -> str:
     return str(content or "")
 
 
-def wordle_responder(messages: list[dict[str, Any]]) -> Reply:
-    history = [marks for text in observations(messages) if (marks := read_marks(text))]
-    return [("guess", {"word": next_guess(history)})]
-
-
-def create_app(responder: Responder = wordle_responder, faults: Faults = Faults()) -> Starlette:
+def create_app(responder: Responder, faults: Faults = Faults()) -> Starlette:
     counter = itertools.count(1)
 
     async def fault() -> JSONResponse | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from omnienv.core import Failure, Observation, StepResult, ToolCall
+from omnienv.core import EpisodeLedger, Failure, Observation, StepResult, ToolCall
 
 __all__ = ["Episode", "Step"]
 
@@ -46,20 +46,30 @@ class Episode:
     """The model conversation, for policies that hold one."""
 
     @property
+    def ledger(self) -> EpisodeLedger:
+        """The episode's account, made from its steps by the one rule for reward, end and failure."""
+        ledger = EpisodeLedger(seed=self.seed)
+        for step in self.steps:
+            ledger.record(step.result)
+        if self.failure is not None:
+            ledger.fail(self.failure)
+        return ledger
+
+    @property
     def reward(self) -> float:
-        return sum(step.result.reward for step in self.steps)
+        return self.ledger.reward
 
     @property
     def done(self) -> bool:
-        return bool(self.steps) and self.steps[-1].result.done
+        return self.ledger.done
 
     @property
     def truncated(self) -> bool:
-        return bool(self.steps) and self.steps[-1].result.truncated
+        return self.ledger.truncated
 
     @property
-    def finished(self) -> bool:
-        return self.done or self.truncated
+    def over(self) -> bool:
+        return self.ledger.over
 
     @property
     def success(self) -> bool | None:

@@ -1,19 +1,22 @@
-"""``create_app``: one environment class in, one ASGI app out (Starlette, any ASGI server)."""
+"""The server's app: one environment class and a list of route plug-ins in, one ASGI app out.
+
+:func:`assemble` wires the session layer (``/ws``, HTTP sessions, ``/mcp``, health) and mounts
+whatever routes its plug-ins add on the same sessions. Which plug-ins a server gets (ORS, NeMo
+Gym, the operator routes, the web pages) is decided one layer up, by :func:`omnienv.app.create_app`,
+so this package never imports the dialects that provide them.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import replace
 from typing import Any
 
 from starlette.applications import Starlette
-from starlette.routing import Route, WebSocketRoute
+from starlette.routing import BaseRoute, Route, WebSocketRoute
 
 from omnienv.core.env import EnvironmentBase
-from omnienv.core.registry import load_environment
 from omnienv.server.config import ServerConfig
 from omnienv.server.handler import Handler
 from omnienv.server.http import http_routes
@@ -22,7 +25,10 @@ from omnienv.server.origins import OriginGuard, refuse
 from omnienv.server.sessions import EnvFactory, SessionManager
 from omnienv.server.websocket import WebSocketEndpoint
 
-__all__ = ["OmniApp", "create_app"]
+__all__ = ["OmniApp", "RoutesPlugin", "assemble"]
+
+RoutesPlugin = Callable[[SessionManager, Handler, Sequence[BaseRoute]], Iterable[BaseRoute]]
+"""Adds routes on the server's sessions: ``plugin(manager, handler, routes_so_far)``."""
 
 
 class OmniApp(Starlette):
@@ -51,25 +57,22 @@ class OmniApp(Starlette):
         await super().__call__(scope, receive, send)
 
 
-def create_app(
-    env: type[EnvironmentBase] | str,
-    config: ServerConfig | None = None,
+def assemble(
+    env_class: type[EnvironmentBase],
+    config: ServerConfig,
     *,
     env_factory: EnvFactory | None = None,
-    **overrides: Any,
+    plugins: Sequence[RoutesPlugin] = (),
 ) -> OmniApp:
-    """Serve ``env`` (a class or a registered name) over ``/ws`` and HTTP.
+    """Serve ``env_class`` over ``/ws``, HTTP and ``/mcp``, plus each plug-in's routes.
 
-    ``overrides`` set single :class:`ServerConfig` fields, e.g. ``max_sessions=64``.
     ``env_factory`` makes each session's environment elsewhere (``omnienv.ray``). The app's
     ``state.manager`` is the :class:`SessionManager`, for introspection and other routers.
     """
-    env_class = load_environment(env) if isinstance(env, str) else env
     if not (isinstance(env_class, type) and issubclass(env_class, EnvironmentBase)):
-        raise TypeError(f"create_app needs an Environment class or name, got {env!r}")
-    config = replace(config or ServerConfig(), **overrides)
+        raise TypeError(f"the server needs an Environment class, got {env_class!r}")
     if config.agent_only and not config.operator_token:
-        config = replace(config, operator_token=secrets.token_urlsafe(24))
+        raise ValueError("an agent-only server needs an operator_token (omnienv.app.create_app makes one)")
     manager = SessionManager(env_class, config, env_factory)
     handler = Handler(manager)
 
@@ -85,25 +88,13 @@ def create_app(
 
     endpoint = WebSocketEndpoint(manager, handler)
     handler.mcp = mcp = McpRouter(manager, handler)
-    routes = [
+    routes: list[BaseRoute] = [
         *http_routes(manager, handler),
         Route("/mcp", mcp),  # a bare ASGI app: OpenEnv's JSON-RPC, or the MCP SDK's streams
         WebSocketRoute("/ws", endpoint),
     ]
-    if config.ui:
-        from omnienv.ui.routes import ui_routes  # static files only: no server layers below it
-
-        routes.extend(ui_routes())
-    if config.agent_only:  # episodes are the operator's; the training dialects stay off
-        from omnienv.server.operator import operator_routes
-
-        routes.extend(operator_routes(manager, handler))
-    else:
-        from omnienv.dialects.nemo_gym import nemo_routes  # ORS and NeMo Gym routers, on the same sessions
-        from omnienv.dialects.ors import ors_routes
-
-        routes.extend(ors_routes(manager))
-        routes.extend(nemo_routes(manager, taken=routes))
+    for plugin in plugins:
+        routes.extend(plugin(manager, handler, routes))
     app = OmniApp(routes=routes, lifespan=lifespan)
     app.websocket_endpoint = endpoint
     app.guard = app.state.guard = OriginGuard(allow_hosts=config.allow_hosts, allow_origins=config.allow_origins)

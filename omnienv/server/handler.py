@@ -16,6 +16,7 @@ from omnienv.protocol.codec import decode, encode
 from omnienv.protocol.codes import error_data
 from omnienv.protocol.messages import (
     Close,
+    End,
     GetState,
     ListTools,
     Mcp,
@@ -105,6 +106,8 @@ class Handler:
                 else:
                     result = await self.manager.step(session, request)
                 reply: Reply = "observation", step_reply(request.name, result)
+            elif type(request) is End:
+                reply = "observation", step_reply(None, await self.manager.end(session))
             elif type(request) is Reset:
                 reply = "observation", reset_reply(await self.manager.reset(session, request))
             elif type(request) is GetState:

@@ -31,7 +31,7 @@ from omnienv.core.errors import (
 from omnienv.core.types import ToolCall
 from omnienv.protocol.codec import decode, encode
 from omnienv.protocol.codes import error_data
-from omnienv.protocol.messages import GetState, parse_action, parse_reset, reset_reply, step_reply
+from omnienv.protocol.messages import End, GetState, parse_action, parse_reset, reset_reply, step_reply
 from omnienv.server.handler import Handler, unexpected
 from omnienv.server.origins import OriginRefusedError, UnsupportedMediaTypeError
 from omnienv.server.schemas import openapi, schema
@@ -39,7 +39,7 @@ from omnienv.server.sessions import OPENENV, SessionManager
 
 __all__ = ["http_routes", "read_json", "read_json_object", "status_of"]
 
-_STATE = GetState()
+_STATE, _END = GetState(), End()
 
 Endpoint = Callable[[HTTPRequest], Awaitable[Response]]
 _STATUS: tuple[tuple[type[OmniEnvError], int], ...] = (
@@ -131,19 +131,15 @@ def http_routes(manager: SessionManager, handler: Handler) -> list[Route]:
 
     async def tasks(request: HTTPRequest) -> Response:
         split = request.path_params["split"]
-        if split not in env_class.splits:
-            known = ", ".join(env_class.splits) or "none"
-            raise TaskError(f"{env_class.name} has no split '{split}'; its splits: {known}")
+        index = env_class.task_index()
+        total = len(index.split(split))
         try:
             offset = int(request.query_params.get("offset", 0))
             count = int(request.query_params.get("limit", 1000))
         except ValueError:
             raise MessageValidationError("'offset' and 'limit' must be integers") from None
-        listed = env_class.tasks(split)
-        page = listed[max(offset, 0) : max(offset, 0) + max(count, 0)]
-        return _json(
-            {"split": split, "total": len(listed), "offset": offset, "tasks": [task.to_dict() for task in page]}
-        )
+        page = index.page(split, max(offset, 0), max(count, 0))
+        return _json({"split": split, "total": total, "offset": offset, "tasks": [task.to_dict() for task in page]})
 
     # -- our stateful sessions ----------------------------------------------------------------
 
@@ -176,6 +172,12 @@ def http_routes(manager: SessionManager, handler: Handler) -> list[Route]:
         handler.refuse_agents()  # before the look-up: the answer tells nothing of which sessions exist
         session = manager.get(request.path_params["session_id"], OPENENV)
         kind, data = await handler.run(session, _STATE)
+        return _json({"type": kind, "data": data})
+
+    async def session_end(request: HTTPRequest) -> Response:
+        handler.refuse_agents()  # before the look-up: the answer tells nothing of which sessions exist
+        session = manager.get(request.path_params["session_id"], OPENENV)
+        kind, data = await handler.run(session, _END)
         return _json({"type": kind, "data": data})
 
     # -- OpenEnv's stateless routes: a fresh environment per call, in a session slot ----------
@@ -221,6 +223,7 @@ def http_routes(manager: SessionManager, handler: Handler) -> list[Route]:
         Route("/sessions/{session_id}/reset", _guarded(session_reset), methods=["POST"]),
         Route("/sessions/{session_id}/step", _guarded(session_step), methods=["POST"]),
         Route("/sessions/{session_id}/state", _guarded(session_state), methods=["GET"]),
+        Route("/sessions/{session_id}/end", _guarded(session_end), methods=["POST"]),
         Route("/reset", _guarded(stateless_reset), methods=["POST"]),
         Route("/step", _guarded(stateless_step), methods=["POST"]),
         Route("/state", _guarded(stateless_state), methods=["GET"]),

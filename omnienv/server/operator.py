@@ -7,6 +7,7 @@ inspects episodes here, with the bearer token the server was given or printed at
     POST   /operator/sessions                 {"task_id"?, "split"?, "seed"?} -> session_id, mcp_path
     POST   /operator/sessions/{id}/reset      the same body: start another episode in that session
     GET    /operator/sessions/{id}/state      the infrastructure's view (step count, done...)
+    POST   /operator/sessions/{id}/end        end the episode now and score it (the evaluation's cut)
     DELETE /operator/sessions/{id}
 
 The agent then connects its MCP client to ``mcp_path`` (``/mcp?session_id=...``).
@@ -25,7 +26,7 @@ from starlette.routing import Route
 from omnienv.core.errors import AgentOnlyError, OmniEnvError
 from omnienv.protocol.codec import encode
 from omnienv.protocol.codes import error_data
-from omnienv.protocol.messages import GetState, parse_reset
+from omnienv.protocol.messages import End, GetState, parse_reset
 from omnienv.server.handler import Handler, unexpected
 from omnienv.server.http import read_json
 from omnienv.server.sessions import OPERATOR, SessionManager
@@ -89,6 +90,11 @@ def operator_routes(manager: SessionManager, handler: Handler) -> list[Route]:
         kind, data = await handler.run(session, GetState(), trusted=True)
         return _json({"type": kind, "data": data})
 
+    async def end_episode(request: HTTPRequest) -> Response:
+        session = manager.get(request.path_params["session_id"], OPERATOR)
+        kind, data = await handler.run(session, End(), trusted=True)
+        return _json({"type": kind, "data": data})
+
     async def close_session(request: HTTPRequest) -> Response:
         session = manager.get(request.path_params["session_id"], OPERATOR)
         if session.attached:  # an agent's MCP session still plays in it: close when that ends
@@ -101,5 +107,6 @@ def operator_routes(manager: SessionManager, handler: Handler) -> list[Route]:
         Route("/operator/sessions", guarded(open_session), methods=["POST"]),
         Route("/operator/sessions/{session_id}/reset", guarded(reset_session), methods=["POST"]),
         Route("/operator/sessions/{session_id}/state", guarded(session_state), methods=["GET"]),
+        Route("/operator/sessions/{session_id}/end", guarded(end_episode), methods=["POST"]),
         Route("/operator/sessions/{session_id}", guarded(close_session), methods=["DELETE"]),
     ]

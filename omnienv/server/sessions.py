@@ -13,22 +13,21 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from typing import Any
 
-from omnienv.core.env import AsyncEnv, AsyncEnvironment, Environment, EnvironmentBase, as_async
+from omnienv.core.adapters import AsyncEnv, as_async
+from omnienv.core.env import AsyncEnvironment, Environment, EnvironmentBase
 from omnienv.core.errors import (
     CapacityError,
     EnvironmentFailure,
     SessionError,
     SessionNotFoundError,
     StepTimeoutError,
-    TaskError,
     WorkerLostError,
 )
 from omnienv.core.tasks import Task
@@ -116,7 +115,6 @@ class SessionManager:
         self._executor: ThreadPoolExecutor | None = None
         self._reaper: asyncio.Task[None] | None = None
         self._background: set[asyncio.Task[Any]] = set()
-        self._tasks: dict[str, Sequence[Task]] = {}
         self.loop: asyncio.AbstractEventLoop | None = None
 
     # -- lifecycle of the manager -------------------------------------------------------------
@@ -271,6 +269,10 @@ class SessionManager:
             return await session.env.step(call)
         return await self._bounded(session, f"tool '{call.name}'", session.env.step(call))
 
+    async def end(self, session: Session) -> StepResult:
+        """End the episode now and score it (the trainer's cut), under the step deadline."""
+        return await self._bounded(session, "end", session.env.end())
+
     async def state(self, session: Session) -> State:
         return await session.env.state()
 
@@ -292,21 +294,9 @@ class SessionManager:
                 f"{failure.message}; the episode is void (flagged as failed): call reset() to start another"
             ) from None
 
-    def task_for(self, request: Reset) -> Task | str | None:
-        if request.split is None:
-            return request.task_id
-        if request.split not in self.env_class.splits:
-            known = ", ".join(self.env_class.splits) or "none"
-            raise TaskError(f"{self.env_class.name} has no split '{request.split}'; its splits: {known}")
-        tasks = self._tasks.get(request.split)
-        if tasks is None:
-            tasks = self._tasks[request.split] = tuple(self.env_class.tasks(request.split))
-        if request.task_id is None:
-            return random.Random(request.seed).choice(tasks) if tasks else None
-        for task in tasks:
-            if task.id in (request.task_id, f"{request.split}/{request.task_id}"):
-                return task
-        raise TaskError(f"no task '{request.task_id}' in split '{request.split}' of {self.env_class.name}")
+    def task_for(self, request: Reset) -> Task | None:
+        """The task a reset request names or draws: the environment's own rule (its task index)."""
+        return self.env_class.task_index().choose(request.task_id, request.seed, request.split)
 
     # -- reaping ------------------------------------------------------------------------------
 

@@ -62,7 +62,7 @@ def test_rollout_rejects_unknown_policy_and_split() -> None:
 
 
 def test_play_a_game_in_the_terminal() -> None:
-    answer = Wordle.get_task("test", "test/0000").answer
+    answer = Wordle.task_index().find("test/0000", "test").answer
     keystrokes = f"guess wrod=x\nget_history\n:state\nguess {answer}\n"
     result = runner.invoke(app, ["play", "wordle", "--task", "test/0000"], input=keystrokes)
     assert result.exit_code == 0, result.output

@@ -39,7 +39,7 @@ from omnienv.envs.wordle import Wordle
 from omnienv.rollout import EpisodePlan, arun_episodes, make_policy
 from tests.server.conftest import RELEASE, Crash, Hang, eventually, on_loop
 
-ANSWER = Wordle.get_task("test", "test/0005").answer
+ANSWER = Wordle.task_index().find("test/0005", "test").answer
 SYNC = [WebSocketClient, HTTPClient]
 ASYNC = [AsyncWebSocketClient, AsyncHTTPClient]
 

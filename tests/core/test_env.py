@@ -132,7 +132,7 @@ def test_crash_is_a_failure_not_a_score() -> None:
     assert result.failure is not None
     assert "RuntimeError: disk on fire" in result.failure.message
     assert "disk on fire" not in result.observation.text  # the agent sees no internals
-    assert result.finished and env.failure == result.failure
+    assert result.over and env.failure == result.failure
     assert env.state().truncated
     with pytest.raises(EpisodeOverError):
         env.step(ToolCall("inc"))
@@ -143,7 +143,7 @@ def test_what_the_agent_caused_is_scored_not_masked() -> None:
     env.reset(task="train/2")
     result = env.step(ToolCall("self_destruct"))
     assert result.failure is None and env.failure is None
-    assert result.done and not result.truncated and result.finished
+    assert result.done and not result.truncated and result.over
     assert result.info["ended_by_agent"] == {"reason": "kernel_died", "message": "your code ended the kernel"}
     assert result.info["rubric"] == {"finished_fast": 0.0, "penalty": 0.0}
     assert result.observation.is_error and "ended the kernel" in result.observation.text
@@ -185,7 +185,7 @@ def test_tasks_seeding_and_state() -> None:
     with pytest.raises(TaskError, match="no task 'train/9'"):
         first.reset(task="train/9")
     with pytest.raises(TaskError, match="splits: train"):
-        Counter.get_task("test", "x")
+        Counter.task_index().find("x", "test")
 
 
 def test_close_is_idempotent_and_ends_the_episode() -> None:

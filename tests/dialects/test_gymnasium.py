@@ -13,7 +13,7 @@ from gymnasium.utils.env_checker import check_env
 
 from omnienv.core import ToolCall
 from omnienv.dialects.gymnasium import AnyText, GymnasiumEnv, register
-from omnienv.rollout.wordle_solver import next_guess, read_marks
+from omnienv.envs.wordle.solver import next_guess, read_marks
 from tests.dialects.envs import Counter
 
 

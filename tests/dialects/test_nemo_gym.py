@@ -20,12 +20,13 @@ import orjson
 import pytest
 from typer.testing import CliRunner
 
+from omnienv.app import create_app
 from omnienv.cli.main import app as cli
 from omnienv.core import AsyncEnvironment, Environment, ImageBlock, Task, TextBlock, tool
 from omnienv.dialects.nemo_gym import nemo_gym_rows
 from omnienv.envs.wordle import Wordle
-from omnienv.rollout.wordle_solver import next_guess, read_marks
-from omnienv.server import create_app, running
+from omnienv.envs.wordle.solver import next_guess, read_marks
+from omnienv.server import running
 from tests.dialects.envs import Counter
 
 COOKIE = "omnienv___wordle"

@@ -17,10 +17,11 @@ import httpx
 import orjson
 import pytest
 
+from omnienv.app import create_app
 from omnienv.core import Environment, ImageBlock, Task, TextBlock, tool
 from omnienv.envs.wordle import Wordle
-from omnienv.rollout.wordle_solver import next_guess, read_marks
-from omnienv.server import create_app, running
+from omnienv.envs.wordle.solver import next_guess, read_marks
+from omnienv.server import running
 from tests.dialects.envs import AsyncCounter, Counter
 
 

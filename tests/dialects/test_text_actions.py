@@ -135,6 +135,6 @@ def test_merge_results_joins_texts_sums_rewards_and_keeps_the_last_flags() -> No
     assert (turn.text, turn.reward, turn.done, turn.truncated) == ("a\nb", 1.5, True, False)
     assert turn.info == {"rubric": {"r": 1.0}, "calls": 2}
     failed = merge_results([StepResult(Observation.of("x"), 0.0, False, True, {}, Failure("env_error", "boom"))])
-    assert failed.finished and failed.failure == Failure("env_error", "boom")
+    assert failed.over and failed.failure == Failure("env_error", "boom")
     with pytest.raises(ValueError):
         merge_results([])

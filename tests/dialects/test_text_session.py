@@ -13,7 +13,7 @@ def test_a_reply_with_several_calls_is_one_turn() -> None:
     session = TextSession(Counter)
     assert session.reset(seed=1).startswith("Reach 3.")
     turn = session.step("<add>1</add><add>1</add>")
-    assert (turn.text, turn.reward, turn.finished, turn.info) == ("total 1\ntotal 2", 0.5, False, {"calls": 2})
+    assert (turn.text, turn.reward, turn.over, turn.info) == ("total 1\ntotal 2", 0.5, False, {"calls": 2})
     assert session.turns == 1
 
 
@@ -33,7 +33,7 @@ def test_unparsable_replies_cost_a_turn_and_reach_the_limit() -> None:
     session.reset()
     for _ in range(3):
         turn = session.step("no idea")
-        assert not turn.finished and turn.info["error"]["code"] == "INVALID_ACTION"
+        assert not turn.over and turn.info["error"]["code"] == "INVALID_ACTION"
         assert "No tool call found" in turn.text
     assert session.step("still no idea").truncated
 
@@ -42,7 +42,7 @@ def test_agent_mistakes_are_observations_not_failures() -> None:
     session = TextSession(Counter)
     session.reset()
     turn = session.step('<tool_call>{"name": "add", "arguments": {"n": "lots"}}</tool_call>')
-    assert turn.failure is None and not turn.finished
+    assert turn.failure is None and not turn.over
     assert "invalid arguments for tool 'add'" in turn.text
 
 
@@ -52,7 +52,7 @@ def test_a_crash_is_a_failure_that_ends_the_turn() -> None:
     turn = session.step("<add>-1</add><add>1</add>")
     assert turn.failure is not None and turn.failure.kind == "env_error"
     assert "the counter broke" in turn.failure.message
-    assert turn.finished and turn.reward == 0.0
+    assert turn.over and turn.reward == 0.0
 
 
 def test_async_environments_run_on_a_private_loop() -> None:

@@ -19,6 +19,7 @@ from typing import Literal
 import pytest
 from pydantic import BaseModel
 
+from omnienv.app import create_app
 from omnienv.core import (
     AsyncEnvironment,
     Environment,
@@ -31,7 +32,7 @@ from omnienv.core import (
 )
 from omnienv.dialects.trl import TRLEnvironment, environment_factory
 from omnienv.envs.wordle.env import PROMPT, Wordle
-from omnienv.server import create_app, running
+from omnienv.server import running
 
 ROW = {"prompt": [{"role": "user", "content": ""}]}
 
@@ -191,7 +192,7 @@ def test_wordle_episode_and_reward_match_the_environment() -> None:
     assert type(env).__name__ == "WordleEnv"
     assert env.reset(**ROW, task_id="test/0003") == PROMPT
     assert env.reset(prompt=[{"role": "user", "content": "Hi"}], task_id="test/0003") == "\n\n" + PROMPT
-    answer = Wordle.get_task("test", "test/0003").answer
+    answer = Wordle.task_index().find("test/0003", "test").answer
     wrong = next(w for w in ("crane", "slate", "pious") if w != answer)
     assert env.guess(word="qqqqq").endswith("did not use an attempt.")  # the model's mistake: an answer
     assert wrong.upper() in env.guess(wrong)  # positional calls work too
@@ -280,7 +281,7 @@ def test_remote_wordle_matches_in_process(wordle_url: str) -> None:
     env = cls()
     try:
         assert env.reset(**ROW, task_id="test/0003") == PROMPT
-        answer = Wordle.get_task("test", "test/0003").answer
+        answer = Wordle.task_index().find("test/0003", "test").answer
         assert "Correct" in env.guess(word=answer)
         assert env.get_reward() == pytest.approx(1.0 + 0.5 * (1 - 1 / 6))
         env.reset(**ROW, task_id="test/0003")
@@ -289,6 +290,23 @@ def test_remote_wordle_matches_in_process(wordle_url: str) -> None:
             env.reset(**ROW, task_id="test/9999")
     finally:
         env._close()
+
+
+def test_an_episode_the_trainer_ends_early_scores_the_same_served_and_in_process() -> None:
+    local = environment_factory(Counter)()
+    local.reset(**ROW, task_id="train/1", seed=3)
+    assert local.add(n=1) == "total 2"
+    expected = local.get_reward()
+    assert expected == pytest.approx(0.25 + 1.0)  # the step's reward and the rubric's, on the cut episode
+    with running(create_app(Counter)) as url:
+        served = environment_factory(url)()
+        try:
+            served.reset(**ROW, task_id="train/1", seed=3)
+            assert served.add(n=1) == "total 2"
+            assert served.get_reward() == pytest.approx(expected)
+            assert served.get_reward() == pytest.approx(expected)  # scored once
+        finally:
+            served._close()
 
 
 def test_remote_step_timeout_is_a_masked_failure() -> None:

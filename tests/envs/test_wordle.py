@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from omnienv.core import EpisodeOverError, ToolCall
 from omnienv.envs.wordle import Wordle, accepted_words, answers, score_guess
 from omnienv.envs.wordle.env import GREEN, GREY, YELLOW
-from omnienv.rollout.wordle_solver import next_guess, read_marks
+from omnienv.envs.wordle.solver import next_guess, read_marks
 
 
 def reference_marks(guess: str, answer: str) -> str:
@@ -125,7 +125,7 @@ def test_answer_never_visible_before_the_end() -> None:
         history: list[tuple[str, str]] = []
         while True:
             result = env.step(ToolCall("guess", {"word": next_guess(history)}))
-            if result.finished:
+            if result.over:
                 break
             marks = read_marks(result.observation.text)
             assert marks is not None

@@ -15,9 +15,10 @@ from typing import Any
 import orjson
 import pytest
 
+from omnienv.app import create_app
 from omnienv.dialects.nemo_gym import nemo_gym_rows
 from omnienv.envs.wordle import Wordle
-from omnienv.server import create_app, running
+from omnienv.server import running
 from tests.peerenv import PEERS, ROOT, peer_python
 from tests.peers._run import by_kind, run_json
 
@@ -38,7 +39,7 @@ def outcome(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[list[dic
 def test_nemo_reads_our_exported_rows(outcome: tuple[list[dict[str, Any]], int]) -> None:
     (rows,) = by_kind(outcome[0], "rows")
     assert rows["count"] == 4 and rows["tools"] == ["guess", "get_history"]
-    assert rows["keys"] == ["env", "responses_create_params", "split", "task_id"]  # no answer
+    assert rows["keys"] == ["env", "responses_create_params", "seed", "split", "task_id"]  # no answer
 
 
 def test_server_client_seeds_guesses_and_gets_the_reward_from_verify(

@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
+from omnienv.app import create_app
 from omnienv.envs.wordle import Wordle
-from omnienv.server import create_app, running
+from omnienv.server import running
 from tests.peerenv import PEERS, ROOT, peer_python
 from tests.peers._run import by_kind, run_json
 

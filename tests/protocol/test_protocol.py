@@ -183,7 +183,7 @@ def test_reset_reply_has_openenvs_shape_and_round_trips() -> None:
 def test_step_replies_round_trip_exactly(result: StepResult) -> None:
     data = _roundtrip(step_reply("guess", result))
     assert step_result_from_reply(data).to_dict() == result.to_dict()
-    assert data["done"] == result.finished  # OpenEnv clients read done as "the episode is over"
+    assert data["done"] == result.over  # OpenEnv clients read done as "the episode is over"
 
 
 def test_step_reply_speaks_openenvs_mcp_observation() -> None:
@@ -303,10 +303,11 @@ def test_public_surfaces_are_pinned() -> None:
 
     assert set(omnienv.server.__all__) == {
         "OmniApp",
+        "RoutesPlugin",
         "ServerConfig",
         "Session",
         "SessionManager",
-        "create_app",
+        "assemble",
         "running",
         "serve",
         "uvicorn_config",

@@ -14,6 +14,7 @@ import orjson
 import pytest
 
 from omnienv.envs.wordle import Wordle
+from omnienv.envs.wordle.solver import wordle_responder
 from omnienv.rollout import plan_episodes, read_episodes, rollout
 from omnienv.rollout.llm import ChatPolicy
 from omnienv.rollout.scripted_openai import Faults, create_app
@@ -22,7 +23,7 @@ from omnienv.server import running
 
 @pytest.fixture
 def endpoint() -> Iterator[str]:
-    with running(create_app()) as url:
+    with running(create_app(wordle_responder)) as url:
         yield f"{url}/v1"
 
 
@@ -65,7 +66,7 @@ def test_eval_command_wins_and_writes_summary(endpoint: str, tmp_path: Path) -> 
 
 def test_killed_eval_resumes_without_replaying(tmp_path: Path) -> None:
     out = tmp_path / "run.jsonl"
-    with running(create_app(faults=Faults(stall_every=1, stall_s=0.05))) as slow:
+    with running(create_app(wordle_responder, faults=Faults(stall_every=1, stall_s=0.05))) as slow:
         process = subprocess.Popen(
             eval_command(f"{slow}/v1", out, "--episodes", "12", "--concurrency", "1"),
             stdout=subprocess.DEVNULL,
@@ -83,7 +84,7 @@ def test_killed_eval_resumes_without_replaying(tmp_path: Path) -> None:
             process.wait(30)
     before = read_episodes(out, repair=True)
     assert 3 <= len(before) < 12
-    with running(create_app()) as fast:
+    with running(create_app(wordle_responder)) as fast:
         result = subprocess.run(
             eval_command(f"{fast}/v1", out, "--episodes", "12"), capture_output=True, text=True, timeout=300
         )
@@ -104,7 +105,7 @@ def test_flaky_endpoint_is_retried(tmp_path: Path) -> None:
     # Played one request at a time, no three request numbers in a row are multiples of 3 or 5,
     # so every request succeeds within its 3 retries: each failure here is a retry bug.
     faults = Faults(error_every=3, stall_every=5, stall_s=3.0)
-    with running(create_app(faults=faults)) as url:
+    with running(create_app(wordle_responder, faults=faults)) as url:
 
         def policy() -> ChatPolicy:
             return ChatPolicy("scripted", Wordle.tools, base_url=f"{url}/v1", max_retries=3, timeout_s=0.5)
@@ -115,7 +116,7 @@ def test_flaky_endpoint_is_retried(tmp_path: Path) -> None:
 
 def test_dead_endpoint_flags_failures_and_the_run_goes_on(tmp_path: Path) -> None:
     out = tmp_path / "dead.jsonl"
-    with running(create_app(faults=Faults(error_every=1))) as url:
+    with running(create_app(wordle_responder, faults=Faults(error_every=1))) as url:
         policy = lambda: ChatPolicy("scripted", Wordle.tools, base_url=f"{url}/v1", max_retries=0)  # noqa: E731
         summary = rollout(Wordle, policy, plan_episodes(Wordle, 5, "test"), out=out, concurrency=2)
     assert summary.failures == 5 and summary.scored == 0
@@ -132,7 +133,7 @@ def test_model_that_stops_calling_tools_ends_the_episode(tmp_path: Path) -> None
 
 
 def test_eval_against_a_remote_environment_server(endpoint: str, tmp_path: Path) -> None:
-    from omnienv.server import create_app as create_env_app
+    from omnienv.app import create_app as create_env_app
 
     out = tmp_path / "remote.jsonl"
     with running(create_env_app(Wordle)) as env_url:

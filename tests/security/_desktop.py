@@ -17,11 +17,12 @@ from typing import Any
 
 import pytest
 
+from omnienv.app import create_app
 from omnienv.client.websocket import AsyncWebSocketClient
 from omnienv.core import StepResult, ToolCall
 from omnienv.envs.desktop import Desktop
 from omnienv.sandboxes.xvfb import DisplayPool, DisplaySpec, missing_programs
-from omnienv.server import create_app, running
+from omnienv.server import running
 
 needs_x = pytest.mark.skipif(
     bool(missing_programs(("Xvfb", "openbox", "xterm", "xclock", "xcalc", "xedit", "bwrap", "xdotool", "wmctrl"))),

@@ -16,13 +16,14 @@ from typing import Any
 
 import pytest
 
+from omnienv.app import create_app
 from omnienv.client import WebSocketClient
 from omnienv.core import StepResult, ToolCall
 from omnienv.envs.jupyter import Jupyter
 from omnienv.sandboxes.bubblewrap import Limits
 from omnienv.sandboxes.cgroups import probe
 from omnienv.sandboxes.jupyter import KernelPool
-from omnienv.server import create_app, running
+from omnienv.server import running
 
 needs_bwrap = pytest.mark.skipif(not os.path.exists("/usr/bin/bwrap"), reason="bubblewrap missing")
 needs_memory_cgroup = pytest.mark.skipif(

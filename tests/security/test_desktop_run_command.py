@@ -61,7 +61,7 @@ def test_planted_symlinks_are_never_followed_by_the_host() -> None:
                         for command in (plant, "true", "echo hi", "cat ~/hello.txt", "echo again", "ls ~"):
                             result = await act(client, "run_command", command=command)
                             seen.append(said(result))
-                            if result.finished or result.failure is not None:
+                            if result.over or result.failure is not None:
                                 break
                         else:
                             result = await act(client, "terminate", status="success")

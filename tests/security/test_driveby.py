@@ -27,7 +27,8 @@ from starlette.routing import Route
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect as ws_connect
 
-from omnienv.server import create_app, running, uvicorn_config
+from omnienv.app import create_app
+from omnienv.server import running, uvicorn_config
 from tests.server.conftest import eventually, ws
 from tests.server.test_ws import ask
 from tests.ui.conftest import CHROMIUM, CHROMIUM_ARGS

@@ -15,8 +15,9 @@ import pytest
 from websockets.sync.client import ClientConnection
 from websockets.sync.client import connect as ws_connect
 
+from omnienv.app import create_app
 from omnienv.core import AsyncEnvironment, Environment, Task, tool
-from omnienv.server import SessionManager, create_app, running
+from omnienv.server import SessionManager, running
 
 RELEASE = threading.Event()
 """Set to let every blocked ``Hang.hang`` call return (tests set it in a finally)."""

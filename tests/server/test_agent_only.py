@@ -10,10 +10,11 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
+from omnienv.app import create_app
 from omnienv.core import AgentOnlyError, UsageError
+from omnienv.envs.wordle.solver import next_guess, read_marks
 from omnienv.protocol.codes import error_from_data
-from omnienv.rollout.wordle_solver import next_guess, read_marks
-from omnienv.server import ServerConfig, create_app
+from omnienv.server import ServerConfig
 from tests.server.conftest import eventually, ws
 from tests.server.test_mcp_sdk import leaf
 from tests.server.test_ws import ask, call

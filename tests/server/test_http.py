@@ -57,7 +57,7 @@ def test_a_stateful_http_session_plays_and_ends(http) -> None:
     session = created.json()["session_id"]
     reset = http.post(f"/sessions/{session}/reset", json={"task_id": "test/0002"}).json()
     assert reset["type"] == "observation" and reset["data"]["observation"]["content"]
-    answer = Wordle.get_task("test", "test/0002").answer
+    answer = Wordle.task_index().find("test/0002", "test").answer
     assert http.post(f"/sessions/{session}/step", json=GUESS).json()["data"]["done"] is False
     won = http.post(f"/sessions/{session}/step", json={"action": {**GUESS, "arguments": {"word": answer}}}).json()
     assert won["data"]["done"] is True and won["data"]["reward"] > 1

@@ -208,8 +208,8 @@ def test_no_task_thread_or_socket_outlives_its_session(serve) -> None:
 
 def test_an_environment_the_machine_cannot_run_stops_the_server_at_start_up(capfd) -> None:
     """``preflight`` runs once when the server starts: the operator learns the fix before any episode."""
+    from omnienv.app import create_app
     from omnienv.core import Environment, EnvironmentFailure, tool
-    from omnienv.server.app import create_app
     from omnienv.server.run import running
 
     calls: list[str] = []

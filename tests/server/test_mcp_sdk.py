@@ -15,7 +15,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from omnienv.core import Environment, ImageBlock, Task, ToolError, ToolResult, tool
-from omnienv.rollout.wordle_solver import next_guess, read_marks
+from omnienv.envs.wordle.solver import next_guess, read_marks
 from omnienv.server.mcp_sdk import OPENING_URI, tool_result
 from tests.server.conftest import eventually
 

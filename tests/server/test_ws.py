@@ -23,7 +23,7 @@ def call(tool: str, **arguments) -> dict:
 
 def test_a_wordle_episode_in_openenv_frames(serve) -> None:
     url, manager = serve("wordle")
-    answer = Wordle.get_task("test", "test/0003").answer
+    answer = Wordle.task_index().find("test/0003", "test").answer
     with ws(url) as connection:
         reset = ask(connection, {"type": "reset", "data": {"task_id": "test/0003"}})
         assert reset["type"] == "observation"

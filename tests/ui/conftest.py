@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from omnienv.server import create_app, running
+from omnienv.app import create_app
+from omnienv.server import running
 
 CHROMIUM = os.environ.get("OMNIENV_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = [

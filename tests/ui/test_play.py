@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 
+from omnienv.app import create_app
 from omnienv.envs.wordle import Wordle, score_guess
-from omnienv.rollout.wordle_solver import next_guess
-from omnienv.server import create_app, running
+from omnienv.envs.wordle.solver import next_guess
+from omnienv.server import running
 from tests.ui.envs import Forms
 
 NATURAL_SIZE = "img => img.decode().then(() => [img.naturalWidth, img.naturalHeight])"

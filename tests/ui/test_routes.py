@@ -11,7 +11,8 @@ import time
 import httpx
 import pytest
 
-from omnienv.server import create_app, running
+from omnienv.app import create_app
+from omnienv.server import running
 from omnienv.ui import STATIC_DIR
 
 
@@ -67,7 +68,7 @@ def test_serve_cli_ui_flag(flag: str, status: int) -> None:
 def test_the_ui_adds_no_heavy_imports() -> None:
     """Start-up stays as fast with the pages on: they add only StaticFiles and our tiny package."""
     code = (
-        "import sys; from omnienv.server import create_app; create_app('wordle', ui=False); "
+        "import sys; from omnienv.app import create_app; create_app('wordle', ui=False); "
         "before = set(sys.modules); create_app('wordle', ui=True); "
         "print(' '.join(sorted(set(sys.modules) - before)))"
     )

@@ -14,9 +14,10 @@ import httpx
 import orjson
 import pytest
 
+from omnienv.app import create_app
 from omnienv.core import Failure, ImageBlock, Observation, StepResult, TextBlock, ToolCall
 from omnienv.rollout.trajectory import Episode, Step
-from omnienv.server import create_app, running
+from omnienv.server import running
 from omnienv.ui.viewer import create_viewer_app
 from tests.ui.envs import png
 from tests.ui.shots import shots_dir

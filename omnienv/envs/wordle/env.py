@@ -129,8 +129,13 @@ class Wordle(Environment):
     rubric = Rubric(solved, partial_credit)
     blocking = False  # every call is a few microseconds of pure Python
     text_actions: ClassVar[Mapping[str, str | None]] = {"guess": "word", "get_history": None}
+    policies: ClassVar[Mapping[str, str]] = {"solver": "omnienv.envs.wordle.solver:WordleSolver"}
 
     game: WordleGame
+
+    @classmethod
+    def random_strings(cls) -> list[str]:
+        return sorted(accepted_words())
 
     @classmethod
     def tasks(cls, split: str) -> list[Task]:

@@ -7,7 +7,7 @@ import json
 import gem
 
 from omnienv.dialects.gem import GemEnv, register
-from omnienv.rollout.wordle_solver import next_guess, read_marks
+from omnienv.envs.wordle.solver import next_guess, read_marks
 from tests.dialects.envs import Counter
 
 

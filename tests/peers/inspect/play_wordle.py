@@ -13,7 +13,7 @@ from inspect_ai.model import ModelOutput, ModelUsage, get_model
 
 from omnienv.dialects.inspect_eval import environment_task
 from omnienv.envs.wordle import Wordle, score_guess
-from omnienv.rollout.wordle_solver import next_guess
+from omnienv.envs.wordle.solver import next_guess
 
 SAMPLES = 3
 

@@ -28,7 +28,7 @@ from nemo_gym.openai_utils import NeMoGymResponse  # noqa: E402
 from nemo_gym.server_utils import ServerClient  # noqa: E402
 from omegaconf import OmegaConf  # noqa: E402
 
-from omnienv.rollout.wordle_solver import next_guess, read_marks  # noqa: E402
+from omnienv.envs.wordle.solver import next_guess, read_marks  # noqa: E402
 
 
 def emit(kind: str, **fields: object) -> None:

@@ -38,7 +38,7 @@ from nemo_gym.server_utils import ServerClient  # noqa: E402
 from omegaconf import OmegaConf  # noqa: E402
 from responses_api_agents.simple_agent.app import SimpleAgent, SimpleAgentConfig  # noqa: E402
 
-from omnienv.rollout.wordle_solver import next_guess, read_marks  # noqa: E402
+from omnienv.envs.wordle.solver import next_guess, read_marks  # noqa: E402
 
 
 def scripted_model() -> FastAPI:

@@ -13,7 +13,7 @@ os.environ["OPENREWARD_DISABLE_UPDATE_CHECK"] = "1"  # no PyPI query at import
 from openreward import OpenReward
 from openreward.api.environments.types import ToolCallError
 
-from omnienv.rollout.wordle_solver import next_guess, read_marks
+from omnienv.envs.wordle.solver import next_guess, read_marks
 
 URL = os.environ["OMNIENV_URL"]
 

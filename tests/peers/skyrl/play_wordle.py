@@ -8,7 +8,7 @@ import skyrl_gym
 from skyrl_gym.envs.base_text_env import BaseTextEnv
 
 from omnienv.dialects.skyrl_gym import SkyRLTextEnv, dataset_rows, register
-from omnienv.rollout.wordle_solver import next_guess, read_marks
+from omnienv.envs.wordle.solver import next_guess, read_marks
 from tests.dialects.envs import Counter
 
 

@@ -1,0 +1,80 @@
+"""NeMo Gym datasets from any environment: one JSONL row per task, prompt and tools included.
+
+Row ``i`` carries its task id and seed, so ``/seed_session`` (:mod:`omnienv.dialects.nemo_gym`)
+starts exactly the episode whose prompt the row shows; rows never carry the answer.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from omnienv.core.adapters import as_sync
+from omnienv.core.content import Block, TextBlock
+from omnienv.core.env import AsyncEnvironment, Environment, EnvironmentBase
+from omnienv.core.tasks import Task
+
+__all__ = ["nemo_gym_rows", "nemo_gym_tools"]
+
+
+def nemo_gym_tools(env_class: type[EnvironmentBase]) -> list[dict[str, Any]]:
+    """The tools as Responses-API function tools (``responses_create_params.tools``)."""
+    return [
+        {
+            "type": "function",
+            "name": spec.name,
+            "description": spec.description,
+            "parameters": spec.parameters,
+            "strict": False,
+        }
+        for spec in env_class.tools.values()
+    ]
+
+
+def _input_content(blocks: Sequence[Block]) -> str | list[dict[str, Any]]:
+    if all(isinstance(block, TextBlock) for block in blocks):
+        return "\n".join(block.text for block in blocks if isinstance(block, TextBlock))
+    parts: list[dict[str, Any]] = []
+    for block in blocks:
+        if isinstance(block, TextBlock):
+            parts.append({"type": "input_text", "text": block.text})
+        else:
+            url = f"data:{block.mime_type};base64,{base64.b64encode(block.data).decode('ascii')}"
+            parts.append({"type": "input_image", "image_url": url, "detail": "auto"})
+    return parts
+
+
+def _prompts(env_class: type[EnvironmentBase], tasks: Sequence[Task], seeds: Sequence[int]) -> list[Sequence[Block]]:
+    """What ``reset`` shows for each task and seed, from one instance reset once per task."""
+    if not issubclass(env_class, Environment | AsyncEnvironment):
+        raise TypeError(f"expected an environment class, got {env_class!r}")
+    env = as_sync(env_class())
+    try:
+        return [env.reset(task, seed).content for task, seed in zip(tasks, seeds, strict=True)]
+    finally:
+        env.close()
+
+
+def nemo_gym_rows(
+    env_class: type[EnvironmentBase], split: str, limit: int | None = None, *, seed: int = 0
+) -> Iterator[dict[str, Any]]:
+    """One NeMo Gym dataset row per task of ``split``: the prompt, the tools, the task id and seed.
+
+    Row ``i`` has seed ``seed + i``; its prompt is what ``reset`` shows for that task and seed, and
+    ``/seed_session`` starts that very episode from the row. Rows never carry the answer.
+    """
+    tasks = env_class.task_index().page(split, 0, limit)
+    seeds = [seed + i for i in range(len(tasks))]
+    tools = nemo_gym_tools(env_class)
+    for task, episode_seed, prompt in zip(tasks, seeds, _prompts(env_class, tasks, seeds), strict=True):
+        yield {
+            "responses_create_params": {
+                "input": [{"role": "user", "content": _input_content(prompt)}],
+                "tools": tools,
+            },
+            "env": env_class.name,
+            "task_id": task.id,
+            "split": task.split,
+            "seed": episode_seed,
+        }
