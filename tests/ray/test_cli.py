@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from omnienv.cli.main import app as cli
 from omnienv.client import WebSocketClient
 from omnienv.core import ToolCall
-from omnienv.rollout.wordle_solver import next_guess, read_marks
+from omnienv.envs.wordle.solver import next_guess, read_marks
 from tests.ray.conftest import eventually
 
 pytestmark = pytest.mark.usefixtures("ray_local")

@@ -10,9 +10,9 @@ import pytest
 import ray
 
 from omnienv.core import EnvironmentFailure, Observation, StepResult, ToolCall, WorkerLostError
+from omnienv.envs.wordle.solver import next_guess, read_marks
 from omnienv.ray import EnvPool, HostPool
 from omnienv.ray.placement import actor_options
-from omnienv.rollout.wordle_solver import next_guess, read_marks
 from tests.ray.conftest import kill
 
 pytestmark = pytest.mark.usefixtures("ray_local")

@@ -11,9 +11,9 @@ import ray
 
 from omnienv.client import AsyncWebSocketClient, check_url
 from omnienv.core import EpisodeOverError, StepResult, ToolCall, WorkerLostError
+from omnienv.envs.wordle.solver import next_guess, read_marks
 from omnienv.ray import HostPool, RemoteEnv
 from omnienv.ray.serving import create_ray_app
-from omnienv.rollout.wordle_solver import next_guess, read_marks
 from omnienv.server import OmniApp, running
 from tests.ray.conftest import eventually, kill
 
