@@ -34,13 +34,13 @@ def _operator(manager: SessionManager, handler: Handler, taken: Sequence[BaseRou
 def _ors(manager: SessionManager, handler: Handler, taken: Sequence[BaseRoute]) -> Iterable[BaseRoute]:
     from omnienv.dialects.ors import ors_routes
 
-    return ors_routes(manager)
+    return ors_routes(manager, handler)
 
 
 def _nemo_gym(manager: SessionManager, handler: Handler, taken: Sequence[BaseRoute]) -> Iterable[BaseRoute]:
     from omnienv.dialects.nemo_gym import nemo_routes
 
-    return nemo_routes(manager, taken=list(taken))
+    return nemo_routes(manager, handler, taken=list(taken))
 
 
 def default_plugins(config: ServerConfig) -> list[RoutesPlugin]:

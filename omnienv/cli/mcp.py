@@ -35,8 +35,7 @@ def mcp(
 async def _serve(cls: Any, task_id: str | None, split: str | None, seed: int | None) -> None:
     from mcp.server.stdio import stdio_server
 
-    from omnienv.core import OmniEnvError, ToolCall, as_async
-    from omnienv.protocol.messages import step_reply
+    from omnienv.core import OmniEnvError, StepResult, ToolCall, as_async
     from omnienv.server.mcp_sdk import build_server
 
     env = as_async(cls())
@@ -47,8 +46,8 @@ async def _serve(cls: Any, task_id: str | None, split: str | None, seed: int | N
         except OmniEnvError as exc:
             raise fail(exc.message) from None
 
-        async def run(ctx: Any, call: ToolCall) -> dict[str, Any]:
-            return step_reply(call.name, await env.step(call))
+        async def run(ctx: Any, call: ToolCall) -> StepResult:
+            return await env.step(call)
 
         server = build_server(cls, run, lambda ctx: first.text)
         async with stdio_server() as (read, write):

@@ -51,7 +51,7 @@ from omnienv.dialects.nemo_gym_data import nemo_gym_rows, nemo_gym_tools
 from omnienv.protocol.codec import encode
 from omnienv.protocol.codes import register_code
 from omnienv.protocol.messages import End, parse_reset
-from omnienv.server.handler import unexpected
+from omnienv.server.handler import Handler, unexpected
 from omnienv.server.http import read_json_object, status_of
 from omnienv.server.sessions import NEMO_GYM, Session, SessionManager
 
@@ -154,14 +154,15 @@ def _block_output(blocks: Sequence[Block], is_error: bool) -> dict[str, Any]:
 class NemoGymRouter:
     """NeMo Gym's resources-server routes over a :class:`SessionManager`; one per app."""
 
-    def __init__(self, manager: SessionManager, secret: str | None = None) -> None:
+    def __init__(self, manager: SessionManager, handler: Handler, secret: str | None = None) -> None:
         self.manager = manager
+        self.handler = handler
         self.env_class = manager.env_class
         self.limit = manager.config.max_message_bytes
         key = secret or os.environ.get(SECRET_ENV) or secrets.token_urlsafe(32)
         self.signer = URLSafeSerializer(key, salt="omnienv.nemo_gym.session")
         self.cookie = f"omnienv___{self.env_class.name}"
-        self.rollouts: dict[str, Rollout] = {}
+        self.bindings = manager.bindings
 
     # -- request helpers ----------------------------------------------------------------------
 
@@ -204,14 +205,8 @@ class NemoGymRouter:
         response.set_cookie(self.cookie, value, httponly=True, samesite="lax")
 
     def live(self, sid: str) -> Rollout | None:
-        rollout = self.rollouts.get(sid)
-        if rollout is not None and self.manager.find(sid, NEMO_GYM) is not rollout.session:  # closed behind our back
-            del self.rollouts[sid]
-            return None
-        return rollout
-
-    def forget(self, sid: str) -> None:
-        self.rollouts.pop(sid, None)
+        bound = self.bindings.get(NEMO_GYM, sid)
+        return bound[1] if bound is not None else None
 
     # -- the base routes ----------------------------------------------------------------------
 
@@ -224,17 +219,15 @@ class NemoGymRouter:
         except BadCookieError:
             old = None  # seeding replaces whatever cookie came along
         if old is not None and (previous := self.live(old)) is not None:
-            self.forget(old)
             await self.manager.close(previous.session)
         task = self.manager.task_for(reset)
         session = await self.manager.open(owned=False, family=NEMO_GYM)
         try:
-            await session.exclusive(reset, self.manager.reset(session, reset))
+            await self.handler.run(session, reset)
         except BaseException:
             await self.manager.close(session)
             raise
-        self.rollouts[session.id] = Rollout(session, task)
-        session.expire = lambda reason, sid=session.id: self.forget(sid)  # type: ignore[misc]
+        self.bindings.bind(NEMO_GYM, session.id, session, Rollout(session, task))
         setattr(request.state, KEEP_COOKIE, self.signer.dumps({"session_id": session.id}))
         return _json({})
 
@@ -244,7 +237,8 @@ class NemoGymRouter:
         call = ToolCall(name, arguments)
         session = rollout.session
         try:
-            result: StepResult = await session.exclusive(call, self.manager.step(session, call))
+            result = await self.handler.run(session, call)
+            assert isinstance(result, StepResult)
         except EnvironmentFailure as exc:  # a hung or lost step voids the episode: /verify masks it
             rollout.ledger.fail(session.machine.failure or Failure.from_exception(f"tool '{name}'", exc))
             raise
@@ -268,7 +262,9 @@ class NemoGymRouter:
         if not ledger.over:  # the agent loop stopped first (its max_steps): end and score the episode
             session = rollout.session
             try:
-                ledger.record(await session.exclusive(_END, self.manager.end(session)), step=False)
+                ended = await self.handler.run(session, _END)
+                assert isinstance(ended, StepResult)
+                ledger.record(ended, step=False)
             except EnvironmentFailure as exc:
                 ledger.fail(session.machine.failure or Failure.from_exception("end", exc))
         rollout.session.last_active = time.monotonic()
@@ -287,9 +283,8 @@ class NemoGymRouter:
         """Idempotent: closing a session that is already gone (or never was) succeeds."""
         sid = self.session_id(request)
         rollout = self.live(sid) if sid is not None else None
-        if rollout is not None and sid is not None:
-            self.forget(sid)
-            await self.manager.close(rollout.session)
+        if rollout is not None:
+            await self.manager.close(rollout.session)  # its binding ends with it
         response = _json({"closed": rollout is not None})
         response.delete_cookie(self.cookie)
         return response
@@ -334,9 +329,11 @@ def _taken(routes: Iterable[BaseRoute]) -> set[str]:
     return {path for route in routes if isinstance(path := getattr(route, "path", None), str)}
 
 
-def nemo_routes(manager: SessionManager, taken: Iterable[BaseRoute] = (), secret: str | None = None) -> list[BaseRoute]:
+def nemo_routes(
+    manager: SessionManager, handler: Handler, taken: Iterable[BaseRoute] = (), secret: str | None = None
+) -> list[BaseRoute]:
     """NeMo Gym's routes at the root (those not already ``taken``) and all of them under ``/nemo_gym``."""
-    routes = NemoGymRouter(manager, secret).routes()
+    routes = NemoGymRouter(manager, handler, secret).routes()
     used = _taken(taken)
     root: list[BaseRoute] = []
     for route in routes:

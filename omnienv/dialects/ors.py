@@ -57,15 +57,13 @@ from omnienv.dialects.ors_wire import (
 )
 from omnienv.protocol.codec import encode
 from omnienv.protocol.messages import Reset, parse_reset
-from omnienv.server.handler import unexpected
+from omnienv.server.handler import Handler, unexpected
 from omnienv.server.http import read_json_object
 from omnienv.server.sessions import ORS, Session, SessionManager
 
 __all__ = ["OrsRouter", "ors_blocks", "ors_routes", "ors_split_type"]
 
 Endpoint = Callable[[Request], Awaitable[Response]]
-ENDED_MEMORY = 4096
-"""How many ended session ids are remembered, to answer 410 Gone (the SDK's "session terminated")."""
 MINTED_MEMORY = 16_384
 """How many ids minted by ``/create_session`` and not yet used wait for their ``/create``."""
 MINTED_TTL = 3600.0
@@ -89,12 +87,12 @@ class OrsSession:
 class OrsRouter:
     """ORS sessions on top of a :class:`SessionManager`; one instance per app."""
 
-    def __init__(self, manager: SessionManager) -> None:
+    def __init__(self, manager: SessionManager, handler: Handler) -> None:
         self.manager = manager
+        self.handler = handler
         self.env_class = manager.env_class
         self.name = self.env_class.name
-        self.sessions: dict[str, OrsSession] = {}
-        self.ended: OrderedDict[str, None] = OrderedDict()
+        self.bindings = manager.bindings
         self.minted: OrderedDict[str, float] = OrderedDict()
         """Ids minted by ``/create_session``, not yet used by ``/create``: id -> when (monotonic)."""
         self.minted_ttl = manager.config.idle_timeout or MINTED_TTL
@@ -129,25 +127,15 @@ class OrsRouter:
 
     def lookup(self, request: Request) -> OrsSession:
         sid = self.sid_of(request)
-        ors = self.sessions.get(sid)
-        if ors is not None and self.manager.find(ors.session.id, ORS) is not ors.session:  # closed behind our back
-            self.forget(sid)
-            ors = None
-        if ors is None:
-            if sid in self.ended:
+        bound = self.bindings.get(ORS, sid)
+        if bound is None:
+            if self.bindings.ended(ORS, sid):
                 raise SessionGoneError(f"session '{sid}' was deleted or reaped after being idle; open a new one")
             raise SessionNotFoundError(
                 f"no ORS session '{sid}': POST /create_session for an id, then POST /create with a task"
             )
+        ors: OrsSession = bound[1]
         ors.session.last_active = time.monotonic()
-        return ors
-
-    def forget(self, sid: str) -> OrsSession | None:
-        ors = self.sessions.pop(sid, None)
-        if ors is not None:
-            self.ended[sid] = None
-            while len(self.ended) > ENDED_MEMORY:
-                self.ended.popitem(last=False)
         return ors
 
     def tasks(self, split: Any) -> Sequence[Task]:
@@ -253,7 +241,7 @@ class OrsRouter:
         sid = self.sid_of(request)
         body = await self.body(request)
         self.check_env_name(body)
-        if sid in self.sessions:
+        if self.bindings.get(ORS, sid) is not None:
             raise MessageValidationError(f"session '{sid}' already exists: mint a new id with /create_session")
         task = self.resolve_task(body)
         minted_at = self.minted.pop(sid, None)
@@ -270,12 +258,12 @@ class OrsRouter:
             raise
         try:
             reset = Reset(parse_reset(body).seed, task.id if task else None, task.split if task else None)
-            observation: Observation = await session.exclusive(reset, self.manager.reset(session, reset))
+            observation = await self.handler.run(session, reset)
+            assert isinstance(observation, Observation)
         except BaseException:
             await self.manager.close(session)
             raise
-        self.sessions[sid] = OrsSession(session, task, ors_blocks(observation.content))
-        session.expire = lambda reason, sid=sid: self.forget(sid)  # type: ignore[misc]
+        self.bindings.bind(ORS, sid, session, OrsSession(session, task, ors_blocks(observation.content)))
         return json_response({"sid": sid})
 
     async def prompt(self, request: Request) -> Response:
@@ -295,9 +283,9 @@ class OrsRouter:
     async def delete(self, request: Request) -> Response:
         sid = self.sid_of(request)
         self.minted.pop(sid, None)
-        ors = self.forget(sid)
-        if ors is not None:
-            await self.manager.close(ors.session)
+        bound = self.bindings.get(ORS, sid)
+        if bound is not None:
+            await self.manager.close(bound[0])  # its name ends with it
         return json_response({"sid": sid})
 
     # -- tool calls ---------------------------------------------------------------------------
@@ -345,7 +333,8 @@ class OrsRouter:
             )
         call = ToolCall(name, arguments)
         try:
-            result: StepResult = await ors.session.exclusive(call, self.manager.step(ors.session, call))
+            result = await self.handler.run(ors.session, call)
+            assert isinstance(result, StepResult)
         except EpisodeOverError as exc:
             ors.finished = True
             return refusal(exc.message, "episode_finished")
@@ -393,6 +382,6 @@ class OrsRouter:
         return routes
 
 
-def ors_routes(manager: SessionManager) -> list[Route]:
+def ors_routes(manager: SessionManager, handler: Handler) -> list[Route]:
     """The ORS routes for ``manager``'s environment, to add to the app's route list."""
-    return OrsRouter(manager).routes()
+    return OrsRouter(manager, handler).routes()

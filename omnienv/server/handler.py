@@ -1,17 +1,20 @@
-"""One request in, one reply out: the transport-independent core of every session route.
+"""One request in, one typed result out: the path every transport's session requests take.
 
-WebSocket frames and HTTP session routes both come here, so a rule (busy sessions, deadlines,
-error codes) is implemented once. Replies are ``(type, data)`` pairs in the protocol's shapes.
+WebSocket frames, HTTP session routes, OpenEnv's JSON-RPC and the MCP SDK's tool calls, the
+operator routes, ORS and NeMo Gym all run their requests through :meth:`Handler.run`, so a rule
+(agent-only refusals, one request at a time, deadlines, failed episodes) holds on all of them.
+It returns the typed result (:class:`Observation`, :class:`StepResult`, :class:`State`); each
+transport encodes it its own way, OpenEnv's frames with :func:`openenv_reply`.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from typing import Any
+from typing import Any, TypeAlias
 
 from omnienv.core.errors import AgentOnlyError, EnvironmentFailure, OmniEnvError, UnknownMessageError
-from omnienv.core.types import ToolCall
+from omnienv.core.types import Observation, State, StepResult, ToolCall
 from omnienv.protocol.codec import decode, encode
 from omnienv.protocol.codes import error_data
 from omnienv.protocol.messages import (
@@ -30,14 +33,27 @@ from omnienv.protocol.messages import (
 )
 from omnienv.server.sessions import Session, SessionManager
 
-__all__ = ["Handler", "error_frame"]
+__all__ = ["Handler", "Result", "error_frame", "openenv_reply"]
 
 logger = logging.getLogger("omnienv.server")
 Reply = tuple[str, dict[str, Any]]
+Result: TypeAlias = Observation | StepResult | State | ListTools
+"""What :meth:`Handler.run` returns: ``ListTools`` itself stands for the (constant) tool list."""
 
 
 def error_frame(exc: OmniEnvError) -> bytes:
     return encode({"type": "error", "data": error_data(exc)})
+
+
+def openenv_reply(handler: Handler, session: Session, request: Request, result: Result) -> Reply:
+    """``(type, data)`` of OpenEnv's frames for ``result``, the reply to ``request``."""
+    if type(result) is StepResult:
+        return "observation", step_reply(request.name if type(request) is ToolCall else None, result)
+    if type(result) is Observation:
+        return "observation", reset_reply(result)
+    if type(result) is State:
+        return "state", state_reply(result, session.machine.failure)
+    return "observation", handler.tools_data
 
 
 def unexpected(exc: Exception) -> EnvironmentFailure:
@@ -80,42 +96,42 @@ class Handler:
                 if self.mcp is None:
                     raise UnknownMessageError("this server does not answer 'mcp' messages")
                 return encode({"type": "mcp", "data": await self.mcp.handle(request.payload, session)})
-            kind, data = await self.run(session, request)
+            kind, data = openenv_reply(self, session, request, await self.run(session, request))
         except OmniEnvError as exc:
             return error_frame(exc)
         except Exception as exc:
             return error_frame(unexpected(exc))
         return encode({"type": kind, "data": data})
 
-    async def run(self, session: Session, request: Request, *, trusted: bool = False) -> Reply:
+    async def run(self, session: Session, request: Request, *, trusted: bool = False) -> Result:
         """Run one request on ``session``; raises :class:`OmniEnvError` for an error reply.
 
         ``trusted`` callers (the MCP bridge's tool calls, the operator) pass agent-only mode.
         """
         if type(request) is ListTools:
-            return "observation", self.tools_data
+            return request
         if self.agent_only and not trusted:
             self.refuse_agents()
         machine = session.machine
         machine.begin(request)
         ok = False
         try:
+            result: Result
             if type(request) is ToolCall:
                 if self.inline:  # a fast sync env: call it directly, no coroutine layers
                     result = session.env.env.step(request)  # type: ignore[attr-defined]
                 else:
                     result = await self.manager.step(session, request)
-                reply: Reply = "observation", step_reply(request.name, result)
-            elif type(request) is End:
-                reply = "observation", step_reply(None, await self.manager.end(session))
             elif type(request) is Reset:
-                reply = "observation", reset_reply(await self.manager.reset(session, request))
+                result = await self.manager.reset(session, request)
+            elif type(request) is End:
+                result = await self.manager.end(session)
             elif type(request) is GetState:
-                reply = "state", state_reply(await self.manager.state(session), machine.failure)
+                result = await self.manager.state(session)
             else:
                 raise TypeError(f"cannot run {request!r} here")
             ok = True
-            return reply
+            return result
         finally:
             machine.end(request, ok)
             session.last_active = time.monotonic()

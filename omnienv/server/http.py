@@ -31,11 +31,11 @@ from omnienv.core.errors import (
 from omnienv.core.types import ToolCall
 from omnienv.protocol.codec import decode, encode
 from omnienv.protocol.codes import error_data
-from omnienv.protocol.messages import End, GetState, parse_action, parse_reset, reset_reply, step_reply
-from omnienv.server.handler import Handler, unexpected
+from omnienv.protocol.messages import End, GetState, Request, parse_action, parse_reset, reset_reply, step_reply
+from omnienv.server.handler import Handler, openenv_reply, unexpected
 from omnienv.server.origins import OriginRefusedError, UnsupportedMediaTypeError
 from omnienv.server.schemas import openapi, schema
-from omnienv.server.sessions import OPENENV, SessionManager
+from omnienv.server.sessions import OPENENV, Session, SessionManager
 
 __all__ = ["http_routes", "read_json", "read_json_object", "status_of"]
 
@@ -143,6 +143,10 @@ def http_routes(manager: SessionManager, handler: Handler) -> list[Route]:
 
     # -- our stateful sessions ----------------------------------------------------------------
 
+    async def run(session: Session, request: Request) -> Response:
+        kind, data = openenv_reply(handler, session, request, await handler.run(session, request))
+        return _json({"type": kind, "data": data})
+
     async def open_session(request: HTTPRequest) -> Response:
         handler.refuse_agents("opening and closing sessions")
         session = await manager.open(owned=False, family=OPENENV)
@@ -151,34 +155,30 @@ def http_routes(manager: SessionManager, handler: Handler) -> list[Route]:
     async def close_session(request: HTTPRequest) -> Response:
         handler.refuse_agents("opening and closing sessions")
         session = manager.get(request.path_params["session_id"], OPENENV)
-        await manager.close(session)
-        return _json({"session_id": session.id, "closed": True})
+        closed = await manager.request_close(session)
+        return _json({"session_id": session.id, "closed": closed, "closing": not closed})
 
     async def session_reset(request: HTTPRequest) -> Response:
         handler.refuse_agents()  # before the look-up: the answer tells nothing of which sessions exist
         session = manager.get(request.path_params["session_id"], OPENENV)
-        kind, data = await handler.run(session, parse_reset(await read_json(request, limit)))
-        return _json({"type": kind, "data": data})
+        return await run(session, parse_reset(await read_json(request, limit)))
 
     async def session_step(request: HTTPRequest) -> Response:
         handler.refuse_agents()  # before the look-up: the answer tells nothing of which sessions exist
         session = manager.get(request.path_params["session_id"], OPENENV)
         body = await read_json(request, limit)
         action = body.get("action") if isinstance(body.get("action"), dict) else body
-        kind, data = await handler.run(session, parse_action(action))
-        return _json({"type": kind, "data": data})
+        return await run(session, parse_action(action))
 
     async def session_state(request: HTTPRequest) -> Response:
         handler.refuse_agents()  # before the look-up: the answer tells nothing of which sessions exist
         session = manager.get(request.path_params["session_id"], OPENENV)
-        kind, data = await handler.run(session, _STATE)
-        return _json({"type": kind, "data": data})
+        return await run(session, _STATE)
 
     async def session_end(request: HTTPRequest) -> Response:
         handler.refuse_agents()  # before the look-up: the answer tells nothing of which sessions exist
         session = manager.get(request.path_params["session_id"], OPENENV)
-        kind, data = await handler.run(session, _END)
-        return _json({"type": kind, "data": data})
+        return await run(session, _END)
 
     # -- OpenEnv's stateless routes: a fresh environment per call, in a session slot ----------
 

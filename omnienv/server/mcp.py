@@ -19,7 +19,7 @@ from starlette.requests import Request as HTTPRequest
 from starlette.responses import Response
 
 from omnienv.core.errors import OmniEnvError
-from omnienv.core.types import ToolCall
+from omnienv.core.types import StepResult, ToolCall
 from omnienv.protocol.codec import encode
 from omnienv.protocol.jsonrpc import (
     INTERNAL_ERROR,
@@ -144,11 +144,8 @@ class McpRouter:
         session = self.manager.find(str(session_id), OPENENV)
         if session is None:
             raise RpcError(INVALID_PARAMS, f"Unknown session_id: {session_id}")
-        if session.attached:  # closed when its WebSocket detaches
-            session.close_pending = True
-            return {"session_id": session.id, "closed": False, "closing": True}
-        await self.manager.close(session)
-        return {"session_id": session.id, "closed": True}
+        closed = await self.manager.request_close(session)
+        return {"session_id": session.id, "closed": closed, "closing": not closed}
 
     async def _call(self, params: dict[str, Any], ws_session: Session | None) -> Any:
         name = params.get("name")
@@ -160,8 +157,9 @@ class McpRouter:
         call = ToolCall(name, arguments)
         session = self._session(params, ws_session)
         if session is not None:
-            _, data = await self.handler.run(session, call)
-            return data["observation"]["result"]
+            result = await self.handler.run(session, call)
+            assert isinstance(result, StepResult)
+            return step_reply(name, result)["observation"]["result"]
         async with self.manager.scratch() as env:  # no session: a throw-away environment, as OpenEnv does
             await env.reset()
             result = await env.step(call)

@@ -12,6 +12,7 @@ MCP to should not pay for it at start-up.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import importlib
 import logging
@@ -19,9 +20,10 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import parse_qs
 
+from omnienv.core.content import ImageBlock, TextBlock
 from omnienv.core.env import EnvironmentBase
 from omnienv.core.errors import MessageValidationError, OmniEnvError, SessionError
-from omnienv.core.types import ToolCall
+from omnienv.core.types import Observation, StepResult, ToolCall
 from omnienv.protocol.codec import encode
 from omnienv.protocol.jsonrpc import INVALID_PARAMS, SERVER_ERROR, RpcError, error_response, rpc_error_for
 from omnienv.protocol.messages import Reset
@@ -32,29 +34,29 @@ __all__ = ["McpSdkBridge", "build_server", "tool_result"]
 
 logger = logging.getLogger("omnienv.server")
 SESSION_HEADER = b"mcp-session-id"
-ToolRunner = Callable[[Any, ToolCall], Awaitable[dict[str, Any]]]
-"""``(request context, call) -> step data``: the ``step_reply`` dict of one tool call."""
+ToolRunner = Callable[[Any, ToolCall], Awaitable[StepResult]]
+"""``(request context, call) -> the step's result``."""
 
 
-def tool_result(step: dict[str, Any]) -> Any:
-    """One step (``step_reply`` shape) as an MCP ``CallToolResult``.
+def tool_result(result: StepResult) -> Any:
+    """One step as an MCP ``CallToolResult``, built straight from its content blocks.
 
     Text and image blocks map one to one; an error observation or an infrastructure failure
     becomes ``isError: true`` with its message. Reward and ``done`` are left out on purpose.
     """
     import mcp_types as types
 
-    result = step["observation"]["result"]
     content: list[Any] = []
-    for block in result["content"]:
-        if block["type"] == "image":
-            content.append(types.ImageContent(data=block["data"], mime_type=block["mimeType"]))
-        else:
-            content.append(types.TextContent(text=block["text"]))
-    failure = step.get("failure")
+    for block in result.observation.content:
+        if isinstance(block, ImageBlock):
+            data = base64.b64encode(block.data).decode("ascii")
+            content.append(types.ImageContent(data=data, mime_type=block.mime_type))
+        elif isinstance(block, TextBlock):
+            content.append(types.TextContent(text=block.text))
+    failure = result.failure
     if failure is not None and not content:
-        content.append(types.TextContent(text=failure["message"]))
-    return types.CallToolResult(content=content, is_error=bool(result["is_error"] or failure is not None))
+        content.append(types.TextContent(text=failure.message))
+    return types.CallToolResult(content=content, is_error=result.observation.is_error or failure is not None)
 
 
 def error_result(message: str) -> Any:
@@ -147,10 +149,9 @@ class McpSdkBridge:
     def __init__(self, manager: SessionManager, handler: Handler) -> None:
         self.manager = manager
         self.handler = handler
-        self.bound: dict[str, Session] = {}
-        """MCP session id -> the omnienv session it plays in."""
-        self.openings: dict[str, str] = {}
-        """MCP session id -> its episode's first observation (normal mode: reset at initialize)."""
+        self.bindings = manager.bindings
+        """MCP session id -> the session it plays in, with its first observation's text (when it
+        was reset at initialize)."""
         self._ready: asyncio.Future[Any] | None = None
         self._runner: asyncio.Task[None] | None = None
         self._stop: asyncio.Event | None = None
@@ -193,27 +194,29 @@ class McpSdkBridge:
         self._stop.set()
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self._runner, 10)
-        for session in list(self.bound.values()):
-            await self._release(session)
-        self.bound.clear()
+        for mcp_id, session, _ in self.bindings.named(MCP):
+            self.bindings.unbind(MCP, mcp_id)
+            await self.manager.detach(session)
 
     # -- tool calls -----------------------------------------------------------------------------
 
-    async def _run_tool(self, ctx: Any, call: ToolCall) -> dict[str, Any]:
+    async def _run_tool(self, ctx: Any, call: ToolCall) -> StepResult:
         request = getattr(ctx, "request", None)
         headers = getattr(request, "headers", None)
         mcp_id = headers.get("mcp-session-id") if headers is not None else None
-        session = self.bound.get(mcp_id or "")
-        if session is None or self.manager.find(session.id, session.family) is not session:
+        bound = self.bindings.get(MCP, mcp_id or "")
+        if bound is None:
             raise SessionError(
                 "this MCP session's episode is gone (closed or reaped after being idle); start a new MCP session"
             )
-        _, data = await self.handler.run(session, call, trusted=True)
-        return data
+        result = await self.handler.run(bound[0], call, trusted=True)
+        assert isinstance(result, StepResult)
+        return result
 
     def _opening(self, ctx: Any) -> str | None:
         headers = getattr(getattr(ctx, "request", None), "headers", None)
-        return self.openings.get(headers.get("mcp-session-id") or "") if headers is not None else None
+        bound = self.bindings.get(MCP, headers.get("mcp-session-id") or "") if headers is not None else None
+        return bound[1] if bound is not None else None
 
     # -- HTTP ---------------------------------------------------------------------------------
 
@@ -240,11 +243,9 @@ class McpSdkBridge:
             return
         await sdk.handle_request(scope, receive, send)
         if scope["method"] == "DELETE":
-            mcp_id = _header(scope, SESSION_HEADER)
-            self.openings.pop(mcp_id or "", None)
-            session = self.bound.pop(mcp_id or "", None)
-            if session is not None:
-                await self._release(session)
+            bound = self.bindings.unbind(MCP, _header(scope, SESSION_HEADER) or "")
+            if bound is not None:
+                await self.manager.detach(bound[0])
 
     async def _initialize(self, sdk: Any, scope: dict[str, Any], receive: Any, send: Any) -> None:
         try:
@@ -262,10 +263,7 @@ class McpSdkBridge:
                     (v.decode("latin-1") for k, v in message.get("headers", ()) if k.lower() == SESSION_HEADER), None
                 )
                 if mcp_id is not None:  # bound before the client learns the id: no call can race it
-                    self.bound[mcp_id] = session
-                    if opening is not None:
-                        self.openings[mcp_id] = opening
-                    session.expire = self._forget(mcp_id)
+                    self.bindings.bind(MCP, mcp_id, session, opening)
                     bound.append(mcp_id)
             await send(message)
 
@@ -273,7 +271,7 @@ class McpSdkBridge:
             await sdk.handle_request(scope, receive, bind_then_send)
         finally:
             if not bound:
-                await self._release(session)
+                await self.manager.detach(session)
 
     async def _claim(self, query: dict[str, str]) -> tuple[Session, str | None]:
         """The session a new MCP session plays in (a fresh, reset one, or the operator's), and
@@ -292,25 +290,12 @@ class McpSdkBridge:
         session = await self.manager.open(owned=True, family=MCP)
         session.attached = True
         try:
-            _, data = await self.handler.run(session, reset, trusted=True)
+            first = await self.handler.run(session, reset, trusted=True)
         except BaseException:
             await self.manager.close(session)
             raise
-        blocks = data["observation"]["content"]
-        return session, "\n".join(block["text"] for block in blocks if block["type"] == "text")
-
-    async def _release(self, session: Session) -> None:
-        session.expire = None
-        session.attached = False
-        if session.owned or session.close_pending:
-            await self.manager.close(session)
-
-    def _forget(self, mcp_id: str) -> Callable[[str], None]:
-        def expire(reason: str) -> None:  # our reaper closed the session: drop the binding too
-            self.bound.pop(mcp_id, None)
-            self.openings.pop(mcp_id, None)
-
-        return expire
+        assert isinstance(first, Observation)
+        return session, first.text
 
 
 def _header(scope: dict[str, Any], name: bytes) -> str | None:

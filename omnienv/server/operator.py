@@ -26,10 +26,10 @@ from starlette.routing import Route
 from omnienv.core.errors import AgentOnlyError, OmniEnvError
 from omnienv.protocol.codec import encode
 from omnienv.protocol.codes import error_data
-from omnienv.protocol.messages import End, GetState, parse_reset
-from omnienv.server.handler import Handler, unexpected
+from omnienv.protocol.messages import End, GetState, Request, parse_reset
+from omnienv.server.handler import Handler, openenv_reply, unexpected
 from omnienv.server.http import read_json
-from omnienv.server.sessions import OPERATOR, SessionManager
+from omnienv.server.sessions import OPERATOR, Session, SessionManager
 
 __all__ = ["operator_routes"]
 
@@ -65,6 +65,9 @@ def operator_routes(manager: SessionManager, handler: Handler) -> list[Route]:
 
         return run
 
+    async def run(session: Session, request: Request) -> tuple[str, dict[str, Any]]:
+        return openenv_reply(handler, session, request, await handler.run(session, request, trusted=True))
+
     async def body(request: HTTPRequest) -> Any:
         return await read_json(request, limit)
 
@@ -72,7 +75,7 @@ def operator_routes(manager: SessionManager, handler: Handler) -> list[Route]:
         reset = parse_reset(await body(request))
         session = await manager.open(owned=False, family=OPERATOR)
         try:
-            kind, data = await handler.run(session, reset, trusted=True)
+            kind, data = await run(session, reset)
         except BaseException:
             await manager.close(session)
             raise
@@ -82,26 +85,23 @@ def operator_routes(manager: SessionManager, handler: Handler) -> list[Route]:
 
     async def reset_session(request: HTTPRequest) -> Response:
         session = manager.get(request.path_params["session_id"], OPERATOR)
-        kind, data = await handler.run(session, parse_reset(await body(request)), trusted=True)
+        kind, data = await run(session, parse_reset(await body(request)))
         return _json({"type": kind, "data": data})
 
     async def session_state(request: HTTPRequest) -> Response:
         session = manager.get(request.path_params["session_id"], OPERATOR)
-        kind, data = await handler.run(session, GetState(), trusted=True)
+        kind, data = await run(session, GetState())
         return _json({"type": kind, "data": data})
 
     async def end_episode(request: HTTPRequest) -> Response:
         session = manager.get(request.path_params["session_id"], OPERATOR)
-        kind, data = await handler.run(session, End(), trusted=True)
+        kind, data = await run(session, End())
         return _json({"type": kind, "data": data})
 
     async def close_session(request: HTTPRequest) -> Response:
         session = manager.get(request.path_params["session_id"], OPERATOR)
-        if session.attached:  # an agent's MCP session still plays in it: close when that ends
-            session.close_pending = True
-            return _json({"session_id": session.id, "closed": False, "closing": True})
-        await manager.close(session)
-        return _json({"session_id": session.id, "closed": True})
+        closed = await manager.request_close(session)  # an agent still playing: closed when it leaves
+        return _json({"session_id": session.id, "closed": closed, "closing": not closed})
 
     return [
         Route("/operator/sessions", guarded(open_session), methods=["POST"]),

@@ -34,6 +34,7 @@ from omnienv.core.tasks import Task
 from omnienv.core.types import Failure, Observation, State, StepResult, ToolCall
 from omnienv.protocol.messages import Reset
 from omnienv.protocol.session import SessionMachine
+from omnienv.server.bindings import Bindings
 from omnienv.server.config import ServerConfig
 
 __all__ = ["FAMILIES", "MCP", "NEMO_GYM", "OPENENV", "OPERATOR", "ORS", "EnvFactory", "Session", "SessionManager"]
@@ -75,23 +76,6 @@ class Session:
         self.expire: Callable[[str], object] | None = None
         """Set by the transport holding a connection: closes it when the session is reaped."""
 
-    async def exclusive(self, request: Any, call: Awaitable[Any]) -> Any:
-        """Run ``call`` under the session's state machine: one request at a time, activity noted."""
-        try:
-            self.machine.begin(request)
-        except BaseException:
-            if hasattr(call, "close"):
-                call.close()  # the coroutine never runs: close it so it is not reported unawaited
-            raise
-        ok = False
-        try:
-            result = await call
-            ok = True
-            return result
-        finally:
-            self.machine.end(request, ok)
-            self.last_active = time.monotonic()
-
 
 class SessionManager:
     """Opens, finds, steps and closes sessions within the configured limits."""
@@ -103,6 +87,8 @@ class SessionManager:
         self.config = config
         self.env_factory = env_factory
         self.sessions: dict[str, Session] = {}
+        self.bindings: Bindings[Session] = Bindings()
+        """The names ORS, NeMo Gym and MCP give sessions; each ends with its session."""
         self._opening = 0
         self._scratch = 0
         """Throw-away environments of stateless calls alive now: they take slots too."""
@@ -237,10 +223,32 @@ class SessionManager:
         session.attached = True
         return session
 
+    async def request_close(self, session: Session) -> bool:
+        """The one close rule for a close asked from outside (HTTP, JSON-RPC, the operator).
+
+        A session a connection holds (a WebSocket, an MCP session) closes when that connection
+        lets go (:meth:`detach`), so a client mid-episode is never cut off by another; any other
+        session closes now. Returns whether it closed now.
+        """
+        if session.attached:
+            session.close_pending = True
+            return False
+        await self.close(session)
+        return True
+
+    async def detach(self, session: Session) -> None:
+        """The connection holding ``session`` let go: close it if the connection owned it, or if a
+        close was asked meanwhile."""
+        session.expire = None
+        session.attached = False
+        if session.owned or session.close_pending:
+            await self.close(session)
+
     async def close(self, session: Session) -> None:
         """Forget the session and close its environment; safe to call twice."""
         if self.sessions.pop(session.id, None) is None:
             return
+        self.bindings.drop_session(session)
         session.machine.close()
         await self._close_env(session.env)
 

@@ -51,10 +51,7 @@ class WebSocketEndpoint:
         try:
             await self._serve(session, receive, send)
         finally:
-            session.expire = None
-            session.attached = False
-            if session.owned or session.close_pending:
-                await self.manager.close(session)
+            await self.manager.detach(session)
 
     async def _serve(self, session: Session, receive: Any, send: Any) -> None:
         handle = self.handler.frame

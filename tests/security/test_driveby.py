@@ -310,7 +310,7 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-@pytest.mark.parametrize("command", [["-m", "omnienv.server"], ["-m", "omnienv.cli.main", "serve"]])
+@pytest.mark.parametrize("command", [["-m", "omnienv.app"], ["-m", "omnienv.cli.main", "serve"]])
 def test_the_command_lines_take_allow_host_and_allow_origin(command: list[str]) -> None:
     port = free_port()
     args = [

@@ -165,5 +165,5 @@ def test_the_operator_starts_the_episode_and_the_agent_plays_it_over_mcp(agent_o
     )
     assert again.status_code == 200
     closed = agent_only.delete(f"/operator/sessions/{session_id}", headers=operator(agent_only)).json()
-    assert closed == {"session_id": session_id, "closed": True}
+    assert closed == {"session_id": session_id, "closed": True, "closing": False}
     assert agent_only.served.manager.active == 0

@@ -65,7 +65,7 @@ def test_a_stateful_http_session_plays_and_ends(http) -> None:
     assert state["step_count"] == 2 and state["done"] is True
     over = http.post(f"/sessions/{session}/step", json=GUESS)
     assert over.status_code == 409 and over.json()["data"]["code"] == "EPISODE_OVER"
-    assert http.delete(f"/sessions/{session}").json() == {"session_id": session, "closed": True}
+    assert http.delete(f"/sessions/{session}").json() == {"session_id": session, "closed": True, "closing": False}
     missing = http.post(f"/sessions/{session}/step", json=GUESS)
     assert missing.status_code == 404 and missing.json()["data"]["code"] == "SESSION_NOT_FOUND"
     assert http.manager.active == 0

@@ -54,7 +54,7 @@ def test_a_detached_session_closes_at_once_and_close_keeps_attached_ones(mcp) ->
     eventually(lambda: not mcp.manager.sessions[session].attached)
     assert mcp.manager.active == 1
     closed = mcp.post("/mcp", json=rpc("openenv/session/close", {"session_id": session})).json()
-    assert closed["result"] == {"session_id": session, "closed": True}
+    assert closed["result"] == {"session_id": session, "closed": True, "closing": False}
     assert mcp.manager.active == 0
 
 

@@ -14,7 +14,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from omnienv.core import Environment, ImageBlock, Task, ToolError, ToolResult, tool
+from omnienv.core import Environment, Failure, ImageBlock, Observation, StepResult, Task, ToolError, ToolResult, tool
 from omnienv.envs.wordle.solver import next_guess, read_marks
 from omnienv.server.mcp_sdk import OPENING_URI, tool_result
 from tests.server.conftest import eventually
@@ -136,10 +136,7 @@ def test_images_and_tool_errors_map_to_mcp_content(serve) -> None:
 
 
 def test_tool_result_flags_infrastructure_failures() -> None:
-    step = {
-        "observation": {"result": {"content": [], "is_error": False}},
-        "failure": {"kind": "step_timeout", "message": "tool 'x' ran too long"},
-    }
+    step = StepResult(Observation(()), failure=Failure("step_timeout", "tool 'x' ran too long"))
     result = tool_result(step)
     assert result.is_error is True and result.content[0].text == "tool 'x' ran too long"
 
