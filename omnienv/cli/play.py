@@ -13,12 +13,13 @@ from rich.panel import Panel
 from rich.table import Table
 
 from omnienv.cli.common import console, env_class
-from omnienv.core import ImageBlock, Observation, OmniEnvError, TextBlock, ToolCall, ToolSpec, as_async
+from omnienv.core import ImageBlock, Observation, OmniEnvError, TextBlock, ToolCall, as_async
+from omnienv.core.adapters import ToolInfo
 
 HELP = "Type a tool call: `guess crane`, `name key=value ...`, or JSON. `:state`, `:help`, `:quit`."
 
 
-def parse_call(line: str, tools: Mapping[str, ToolSpec]) -> ToolCall:
+def parse_call(line: str, tools: Mapping[str, ToolInfo]) -> ToolCall:
     """Turn what a person types into a tool call; raises ValueError with the fix."""
     line = line.strip()
     if line.startswith("{"):
@@ -61,7 +62,7 @@ def show(observation: Observation, title: str) -> None:
     console.print(Panel("\n".join(parts), title=title, border_style=style))
 
 
-def show_tools(tools: Mapping[str, ToolSpec]) -> None:
+def show_tools(tools: Mapping[str, ToolInfo]) -> None:
     table = Table("tool", "arguments", "description", title="tools")
     for spec in tools.values():
         args = ", ".join(spec.parameters.get("properties", {})) or "-"

@@ -140,13 +140,13 @@ class AsyncWebSocketClient(_WebSocketBase):
         try:
             await ws.send(frame)
             if self.timeout is None:
-                return await ws.recv(decode=False)  # type: ignore[return-value]
+                return await ws.recv(decode=False)
             async with asyncio.timeout(self.timeout):
-                return await ws.recv(decode=False)  # type: ignore[return-value]
+                return await ws.recv(decode=False)
         except ConnectionClosed as exc:
             self._ws = None
             try:  # a refusal (capacity, unknown session) is one error frame before the close
-                return await ws.recv(decode=False)  # type: ignore[return-value]
+                return await ws.recv(decode=False)
             except ConnectionClosed:
                 raise self._lost(exc) from exc
         except TimeoutError:
@@ -232,11 +232,11 @@ class WebSocketClient(_WebSocketBase):
             raise self._not_connected()
         try:
             ws.send(frame)
-            return ws.recv(timeout=self.timeout, decode=False)  # type: ignore[return-value]
+            return ws.recv(timeout=self.timeout, decode=False)
         except ConnectionClosed as exc:
             self._ws = None
             try:  # a refusal (capacity, unknown session) is one error frame before the close
-                return ws.recv(timeout=0, decode=False)  # type: ignore[return-value]
+                return ws.recv(timeout=0, decode=False)
             except (ConnectionClosed, TimeoutError):
                 raise self._lost(exc) from exc
         except TimeoutError:

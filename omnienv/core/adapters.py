@@ -10,16 +10,27 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Coroutine, Mapping
 from concurrent.futures import Executor, ThreadPoolExecutor
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, cast
 
-from omnienv.core.env import AsyncEnvironment, Environment
+from omnienv.core.env import AsyncEnvironment, Environment, EnvironmentBase
 from omnienv.core.tasks import Task
-from omnienv.core.tools import ToolSpec
 from omnienv.core.types import Observation, State, StepResult, ToolCall
 
-__all__ = ["AsyncEnv", "SyncEnv", "as_async", "as_sync"]
+__all__ = ["AsyncEnv", "SyncEnv", "ToolInfo", "as_async", "as_sync"]
 
 T = TypeVar("T")
+
+
+class ToolInfo(Protocol):
+    """What callers read of a tool: a :class:`~omnienv.core.ToolSpec` in-process, a server's
+    listing (:class:`~omnienv.protocol.messages.RemoteTool`) over the wire."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def description(self) -> str: ...
+    @property
+    def parameters(self) -> dict[str, Any]: ...
 
 
 class AsyncEnv(Protocol):
@@ -28,7 +39,7 @@ class AsyncEnv(Protocol):
     @property
     def name(self) -> str: ...
     @property
-    def tools(self) -> Mapping[str, ToolSpec]: ...
+    def tools(self) -> Mapping[str, ToolInfo]: ...
 
     async def reset(self, task: Task | str | None = None, seed: int | None = None) -> Observation: ...
     async def step(self, call: ToolCall) -> StepResult: ...
@@ -43,7 +54,7 @@ class SyncEnv(Protocol):
     @property
     def name(self) -> str: ...
     @property
-    def tools(self) -> Mapping[str, ToolSpec]: ...
+    def tools(self) -> Mapping[str, ToolInfo]: ...
 
     def reset(self, task: Task | str | None = None, seed: int | None = None) -> Observation: ...
     def step(self, call: ToolCall) -> StepResult: ...
@@ -148,7 +159,7 @@ class _AsyncAsSync:
                 self._helper = None
 
 
-def as_async(env: Environment | AsyncEnvironment, executor: Executor | None = None) -> AsyncEnv:
+def as_async(env: EnvironmentBase, executor: Executor | None = None) -> AsyncEnv:
     """One async face for both twins, so servers and async loops never branch per call."""
     if isinstance(env, AsyncEnvironment):
         return env
@@ -157,7 +168,7 @@ def as_async(env: Environment | AsyncEnvironment, executor: Executor | None = No
     raise TypeError(f"expected an Environment or AsyncEnvironment, got {type(env).__name__}")
 
 
-def as_sync(env: Environment | AsyncEnvironment | AsyncEnv) -> SyncEnv:
+def as_sync(env: EnvironmentBase | AsyncEnv) -> SyncEnv:
     """One synchronous face for both twins (and any :class:`AsyncEnv`, e.g. an async client):
     a sync environment is returned as it is, an async one runs on a private event loop."""
     if isinstance(env, Environment):
@@ -165,5 +176,5 @@ def as_sync(env: Environment | AsyncEnvironment | AsyncEnv) -> SyncEnv:
     if isinstance(env, _SyncAsAsync):
         return env.env
     if isinstance(env, AsyncEnvironment) or callable(getattr(env, "step", None)):
-        return _AsyncAsSync(env)
+        return _AsyncAsSync(cast(AsyncEnv, env))
     raise TypeError(f"expected an Environment, an AsyncEnvironment or an async env, got {type(env).__name__}")

@@ -104,11 +104,11 @@ class EnvironmentBase:
     @classmethod
     def task_index(cls) -> TaskIndex:
         """The class's tasks by split, read once: every caller finds and draws tasks through it."""
-        index = cls.__dict__.get("_task_index_cache")
+        index: TaskIndex | None = cls.__dict__.get("_task_index_cache")
         if index is None:
             index = TaskIndex(cls.name, cls.splits, cls.tasks)
             type.__setattr__(cls, "_task_index_cache", index)
-        return index  # type: ignore[no-any-return]
+        return index
 
     @classmethod
     def random_strings(cls) -> Sequence[str] | None:
@@ -150,7 +150,7 @@ class EnvironmentBase:
 
     def _record(self, episode: EpisodeLedger, output: ToolOutput | ActionError | AgentCausedEnd) -> StepResult:
         """Turn what the tool returned (or the agent's mistake) into this step's result."""
-        if type(output) is ToolResult:
+        if isinstance(output, ToolResult):
             result = StepResult(Observation(output.content), output.reward, output.done, False, output.info)
         elif type(output) is str:
             result = StepResult(Observation((TextBlock(output),)), 0.0, False, False, {})

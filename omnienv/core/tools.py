@@ -169,7 +169,7 @@ def _build_spec(cls: type, tool_name: str, func: Callable[..., Any], docstring: 
             hints[param.name],
             Field(default, alias=param.name, description=arg_docs.get(param.name)),
         )
-    model = create_model(  # type: ignore[call-overload]
+    model = create_model(
         f"{cls.__name__}_{tool_name}_arguments",
         __config__=ConfigDict(extra="forbid", populate_by_name=False),
         **fields,

@@ -101,8 +101,8 @@ class Failure:
         """The failure ``exc`` stands for: a specific wire code as the kind (``step_timeout``,
         ``session_lost``, ``worker_lost``...) when it has one, else ``env_error``."""
         code = getattr(exc, "code", None)
-        generic = not isinstance(code, str) or code in _GENERIC_CODES
-        return cls("env_error" if generic else code.lower(), f"{where} raised {type(exc).__name__}: {exc}")
+        kind = code.lower() if isinstance(code, str) and code not in _GENERIC_CODES else "env_error"
+        return cls(kind, f"{where} raised {type(exc).__name__}: {exc}")
 
 
 @dataclass(slots=True)

@@ -38,13 +38,14 @@ EnvLike: TypeAlias = "Environment | AsyncEnvironment | type[EnvironmentBase] | s
 
 def resolve_env(env: EnvLike) -> Environment | AsyncEnvironment:
     """An environment instance from an instance, a class, a registered name or ``module:Class``."""
-    if isinstance(env, str):
-        env = load_environment(env)
-    if isinstance(env, type):
-        env = env()
-    if not isinstance(env, Environment | AsyncEnvironment):
-        raise TypeError(f"expected an omnienv Environment, its class or its registered name, got {type(env).__name__}")
-    return env
+    found: object = load_environment(env) if isinstance(env, str) else env
+    if isinstance(found, type):
+        found = found()
+    if not isinstance(found, Environment | AsyncEnvironment):
+        raise TypeError(
+            f"expected an omnienv Environment, its class or its registered name, got {type(found).__name__}"
+        )
+    return found
 
 
 def prompt_text(env: EnvLike, task: Task | str | None, seed: int | None) -> str:

@@ -25,7 +25,8 @@ This module is runnable (``python -m``) because verifiers starts tool servers th
 
 import inspect
 import typing
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from types import MappingProxyType
 from typing import Annotated, Any
 
 import verifiers.v1 as vf
@@ -86,16 +87,19 @@ class OmniToolset(vf.Toolset[OmniToolsetConfig, OmniState]):
     TOOL_PREFIX = None  # the model sees the environment's own tool names
 
     env: AsyncEnv | None = None
+    specs: Mapping[str, ToolSpec] = MappingProxyType({})
 
     async def setup_task(self, task: Any) -> None:
         data: OmniTaskData = task  # verifiers hands tool servers the task's data
-        self.env = as_async(resolve_env(data.env))
+        instance = resolve_env(data.env)
+        self.specs = instance.tools
+        self.env = as_async(instance)
         await self.env.reset(data.task_id, data.seed)
 
     def register(self, mcp: Any) -> None:
         if self.env is None:
             raise RuntimeError("OmniToolset serves one task's environment; it got no task to set up")
-        for spec in self.env.tools.values():
+        for spec in self.specs.values():
             mcp.add_tool(self._with_state(self._tool(spec)), name=spec.name, description=spec.description)
 
     def _tool(self, spec: ToolSpec) -> Any:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import string
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any
 
 try:
     import gymnasium
@@ -61,7 +61,7 @@ class AnyText(spaces.Text):
 class GymnasiumEnv(gymnasium.Env[str, str]):
     """An omnienv environment seen through Gymnasium's ``reset``/``step``/``render``/``close``."""
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "human"], "render_fps": 4}
+    metadata: dict[str, Any] = {"render_modes": ["ansi", "human"], "render_fps": 4}  # noqa: RUF012 - Env's own
 
     def __init__(
         self,
@@ -111,7 +111,7 @@ class GymnasiumEnv(gymnasium.Env[str, str]):
         self._show()
         return turn.text, float(turn.reward), turn.done, turn.truncated or turn.failure is not None, _info(turn)
 
-    def render(self) -> str | None:  # type: ignore[override]
+    def render(self) -> str | None:
         """``ansi``: the episode's transcript as text; ``human``: print it (done on every step)."""
         if self.render_mode == "ansi":
             return "\n".join(self._transcript)

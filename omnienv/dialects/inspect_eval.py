@@ -59,7 +59,7 @@ def _play(env_class: type[EnvironmentBase], max_turns: int) -> Any:
     ]
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
-        env = as_async(env_class())  # type: ignore[arg-type]
+        env = as_async(env_class())
         outcome: dict[str, Any] = {"reward": 0.0, "done": False, "truncated": False, "failure": None}
         try:
             prompt = await env.reset(task=state.metadata["task_id"])

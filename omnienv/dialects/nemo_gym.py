@@ -90,7 +90,7 @@ class BadCookieError(SessionError):
 
 register_code(MissingCookieError)
 register_code(BadCookieError)
-_STATUS = {MissingCookieError: 401, BadCookieError: 403}
+_STATUS: dict[type[OmniEnvError], int] = {MissingCookieError: 401, BadCookieError: 403}
 
 
 @dataclass(slots=True)

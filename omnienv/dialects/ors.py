@@ -176,9 +176,10 @@ class OrsRouter:
     async def list_tasks(self, request: Request) -> Response:
         body = await self.body(request)
         split = body.get("split")
-        listing = self.listings.get(split) if isinstance(split, str) else None
+        tasks = self.tasks(split)  # refuses a split that is none of ours
+        assert isinstance(split, str)
+        listing = self.listings.get(split)
         if listing is None:  # tasks never change: encode each split's listing once
-            tasks = self.tasks(split)
             listing = self.listings[split] = encode(
                 {"tasks": [task.to_dict() for task in tasks], "env_name": self.name}
             )

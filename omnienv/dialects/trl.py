@@ -156,6 +156,7 @@ def environment_factory(
             :class:`~omnienv.client.WebSocketClient` (e.g. ``timeout``).
     """
     kwargs = dict(options or {})
+    tools: list[tuple[Any, Callable[..., Any] | None]]
     if isinstance(env, str) and _URL.match(env):
         from omnienv.client import WebSocketClient
 
@@ -246,7 +247,7 @@ def _hint(prop: Mapping[str, Any]) -> Any:
         return dict  # a structured object: TRL's hints have no finer shape for it
     options, kind = prop.get("anyOf") or prop.get("oneOf"), prop.get("type")
     if options or isinstance(kind, list):
-        members = tuple(_hint(o) for o in options) if options else tuple(_JSON_TYPES.get(k, Any) for k in kind)
+        members = tuple(_hint(o) for o in options) if options else tuple(_JSON_TYPES.get(k, Any) for k in kind or ())
         return typing.Union[members]  # noqa: UP007
     if kind == "array" and isinstance(prop.get("items"), dict):
         return list[_hint(prop["items"])]  # type: ignore[misc]

@@ -74,7 +74,7 @@ class EnvHost:
             instance = await asyncio.get_running_loop().run_in_executor(self.executor, self.env_class)
         else:
             instance = self.env_class()
-        self.envs[key] = as_async(instance, self.executor)  # type: ignore[arg-type]
+        self.envs[key] = as_async(instance, self.executor)
 
     # -- one session at a time ----------------------------------------------------------------
 

@@ -35,4 +35,5 @@ def make_policy(name: str, env_class: type[EnvironmentBase], seed: int | None = 
         cls = getattr(importlib.import_module(module), attribute)
     except (ImportError, AttributeError) as exc:
         raise ValueError(f"cannot load policy '{target}': {exc}") from exc
-    return cls  # type: ignore[no-any-return]
+    factory: Callable[[], Policy] = cls
+    return factory

@@ -311,7 +311,8 @@ def _replay(body: bytes, receive: Any) -> Any:
         if not sent:
             sent = True
             return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
+        message: dict[str, Any] = await receive()
+        return message
 
     return replay
 

@@ -57,7 +57,8 @@ def operator_routes(manager: SessionManager, handler: Handler) -> list[Route]:
                         "token the server printed at start-up (ServerConfig.operator_token)"
                     )
                     return _json({"type": "error", "data": error_data(refused)}, 401)
-                return await endpoint(request)
+                response: Response = await endpoint(request)
+                return response
             except OmniEnvError as exc:
                 return _json({"type": "error", "data": error_data(exc)}, status_of(exc))
             except Exception as exc:

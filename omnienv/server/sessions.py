@@ -18,7 +18,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 from omnienv.core.adapters import AsyncEnv, as_async
 from omnienv.core.env import AsyncEnvironment, Environment, EnvironmentBase
@@ -41,6 +41,7 @@ __all__ = ["FAMILIES", "MCP", "NEMO_GYM", "OPENENV", "OPERATOR", "ORS", "EnvFact
 
 logger = logging.getLogger("omnienv.server")
 CLOSE_TIMEOUT = 10.0
+T = TypeVar("T")
 EnvFactory = Callable[[], Awaitable[AsyncEnv]]
 """Makes each session's environment elsewhere (e.g. on a Ray actor) instead of in this process."""
 
@@ -187,8 +188,8 @@ class SessionManager:
             if self._blocking:
                 loop = asyncio.get_running_loop()
                 instance = await loop.run_in_executor(self.executor, self.env_class)
-                return as_async(instance, self.executor)  # type: ignore[arg-type]
-            return as_async(self.env_class())  # type: ignore[arg-type]
+                return as_async(instance, self.executor)
+            return as_async(self.env_class())
         except Exception as exc:
             raise EnvironmentFailure(
                 f"could not create a {self.env_class.__name__}: {type(exc).__name__}: {exc}"
@@ -284,7 +285,7 @@ class SessionManager:
     async def state(self, session: Session) -> State:
         return await session.env.state()
 
-    async def _bounded(self, session: Session, what: str, call: Any) -> Any:
+    async def _bounded(self, session: Session, what: str, call: Awaitable[T]) -> T:
         try:
             if self._deadline is None:
                 return await call

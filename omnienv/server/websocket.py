@@ -71,7 +71,7 @@ class WebSocketEndpoint:
             except OSError:  # uvicorn's ClientDisconnected: nobody left to answer
                 return
             # An idle session waits in receive() below: let it hold no request or reply meanwhile.
-            message = raw = reply = None  # type: ignore[assignment]
+            message = raw = reply = None
 
 
 def _session_id(scope: Scope) -> str | None:

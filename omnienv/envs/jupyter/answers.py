@@ -4,7 +4,7 @@ The reference environment counted an answer right when the expected text occurre
 output, so printing every integer from 0 to 10**6 solved every counting task. Here the whole
 answer is parsed: numbers compare as numbers (within the task's tolerance, with thousands
 separators and a trailing ``.0`` allowed), text compares after trimming, lower-casing and
-collapsing whitespace.
+collapsing whitespace; in a list ("a, b, c") the spaces around commas do not count.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ __all__ = ["answers_match", "normalise_text", "parse_number"]
 
 _NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
 _WRAPPERS = "\"'`*"
+_LIST_COMMA = re.compile(r"\s*,\s*")
 
 
 def normalise_text(text: str) -> str:
@@ -42,7 +43,7 @@ def parse_number(text: str) -> float | None:
 def answers_match(given: str, expected: int | float | str, tolerance: float = 0.0) -> bool:
     """Whether ``given`` is ``expected``: numbers within ``tolerance``, text after normalising."""
     if isinstance(expected, bool) or not isinstance(expected, int | float):
-        return normalise_text(given) == normalise_text(str(expected))
+        return _LIST_COMMA.sub(",", normalise_text(given)) == _LIST_COMMA.sub(",", normalise_text(str(expected)))
     value = parse_number(given)
     if value is None:
         return False

@@ -1,20 +1,23 @@
-"""A scripted Jupyter player that knows the reference solution of every task family.
+"""The oracle: a scripted Jupyter player that knows the reference solution of every task family.
 
 It recognises the task from the prompt (the text an agent reads), runs the family's reference
 solution through the environment's own tools, reads ``ANSWER: <value>`` back from the
 observation and submits it with ``final_answer``. Solving every task this way proves each one is
-solvable as posed, inside the sandbox, through the tools.
+solvable as posed, inside the sandbox, through the tools, from the files alone.
 """
 
 from __future__ import annotations
 
 import re
 from functools import cache
+from typing import TYPE_CHECKING
 
 from omnienv.core import Task, ToolCall
-from omnienv.envs.jupyter import jupyter_tasks
 from omnienv.envs.jupyter.solutions import solution
-from omnienv.rollout.trajectory import Episode
+from omnienv.envs.jupyter.tasks import jupyter_tasks
+
+if TYPE_CHECKING:  # the episode record belongs to the rollout layer; the player only reads it
+    from omnienv.rollout.trajectory import Episode
 
 __all__ = ["JupyterOracle", "task_for_prompt"]
 
@@ -27,11 +30,11 @@ def _questions() -> dict[str, Task]:
 
 
 def task_for_prompt(prompt: str) -> Task:
-    """The task whose question the prompt asks."""
-    for question, task in _questions().items():
-        if question in prompt:
-            return task
-    raise ValueError("this prompt asks none of the Jupyter environment's tasks")
+    """The task whose question the prompt asks (the longest, should one question hold another)."""
+    asked = [question for question in _questions() if question in prompt]
+    if not asked:
+        raise ValueError("this prompt asks none of the Jupyter environment's tasks")
+    return _questions()[max(asked, key=len)]
 
 
 class JupyterOracle:
