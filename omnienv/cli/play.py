@@ -13,7 +13,7 @@ from rich.panel import Panel
 from rich.table import Table
 
 from omnienv.cli.common import console, env_class
-from omnienv.core import ImageBlock, Observation, OmniEnvError, TextBlock, ToolCall, as_async
+from omnienv.core import EpisodeLedger, ImageBlock, Observation, OmniEnvError, TextBlock, ToolCall, as_async
 from omnienv.core.adapters import ToolInfo
 
 HELP = "Type a tool call: `guess crane`, `name key=value ...`, or JSON. `:state`, `:help`, `:quit`."
@@ -85,7 +85,7 @@ async def _play(name: str, task: str | None, seed: int | None) -> None:
         show(await environment.reset(task=task, seed=seed), f"{name}: prompt")
         show_tools(environment.tools)
         console.print(f"[dim]{HELP}[/]")
-        total = 0.0
+        ledger = EpisodeLedger(seed=seed)
         while True:
             try:
                 line = console.input("[bold]> [/]")
@@ -107,13 +107,13 @@ async def _play(name: str, task: str | None, seed: int | None) -> None:
             except OmniEnvError as exc:
                 console.print(f"[red]{exc.message}[/]")
                 break
-            total += result.reward
-            show(result.observation, f"reward {result.reward:+.3f}  total {total:.3f}")
-            if result.failure:
-                console.print(f"[red]environment failure: {result.failure.message}[/]")
-            if result.over:
-                ending = "done" if result.done else "truncated (turn limit)"
-                console.print(f"[bold]Episode {ending}. Total reward {total:.4f}[/]")
+            ledger.record(result)
+            show(result.observation, f"reward {result.reward:+.3f}  total {ledger.reward:.3f}")
+            if ledger.failure:
+                console.print(f"[red]environment failure: {ledger.failure.message}[/]")
+            if ledger.over:
+                ending = "done" if ledger.done else "truncated (turn limit)"
+                console.print(f"[bold]Episode {ending}. Total reward {ledger.reward:.4f}[/]")
                 break
     finally:
         await environment.close()

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
 from omnienv.core.tasks import Task
-from omnienv.core.types import Failure, StepResult
+from omnienv.core.types import Failure, StepResult, episode_over
 
 __all__ = ["EpisodeLedger", "Outcome"]
 
@@ -54,7 +54,7 @@ class EpisodeLedger:
     @property
     def over(self) -> bool:
         """No further step may run: the episode ended, was cut short, or failed."""
-        return self.done or self.truncated or self.failure is not None
+        return episode_over(self)
 
     @property
     def final_reward(self) -> float | None:

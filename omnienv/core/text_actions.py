@@ -39,7 +39,7 @@ from typing import Any, TypeAlias
 from omnienv.core.content import Block
 from omnienv.core.errors import ActionError, EnvironmentDefinitionError
 from omnienv.core.tools import ToolSpec
-from omnienv.core.types import Failure, StepResult, ToolCall
+from omnienv.core.types import Failure, StepResult, ToolCall, episode_over
 
 __all__ = [
     "TagGrammar",
@@ -225,7 +225,7 @@ class TextTurn:
     @property
     def over(self) -> bool:
         """The episode takes no further turn: it ended, was cut short, or failed."""
-        return self.done or self.truncated or self.failure is not None
+        return episode_over(self)
 
 
 def merge_results(results: Sequence[StepResult]) -> TextTurn:

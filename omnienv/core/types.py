@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from omnienv.core.content import Block, as_blocks, block_from_dict, blocks_text
 
@@ -82,6 +82,23 @@ class Observation:
 _GENERIC_CODES = frozenset({"ERROR", "ENV_FAILURE"})
 
 
+class _Ending(Protocol):
+    @property
+    def done(self) -> bool: ...
+    @property
+    def truncated(self) -> bool: ...
+    @property
+    def failure(self) -> Failure | None: ...
+
+
+def episode_over(outcome: _Ending) -> bool:
+    """The one rule of "over": the episode ended by its rules, was cut short, or failed.
+
+    A step's result, a text turn and the episode ledger all answer ``over`` with it.
+    """
+    return outcome.done or outcome.truncated or outcome.failure is not None
+
+
 @dataclass(frozen=True, slots=True)
 class Failure:
     """An infrastructure failure. Episodes that carry one are masked by trainers, never scored."""
@@ -125,7 +142,7 @@ class StepResult:
     @property
     def over(self) -> bool:
         """The episode takes no further step: it ended, was cut short, or failed."""
-        return self.done or self.truncated or self.failure is not None
+        return episode_over(self)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -27,7 +27,7 @@ from typing import Any
 import verifiers as vf
 from datasets import Dataset
 
-from omnienv.core import AsyncEnv, EnvironmentBase, ToolCall, ToolSpec, UsageError, as_async
+from omnienv.core import AsyncEnv, EnvironmentBase, EpisodeLedger, ToolCall, ToolSpec, UsageError, as_async
 from omnienv.core import load_environment as load_omnienv
 from omnienv.dialects._text import prompt_text, resolve_env
 
@@ -59,7 +59,7 @@ class OmniToolEnv(vf.StatefulToolEnv):
         cls = load_omnienv(env)
         self.omnienv_name = env
         self.omnienv_class = cls
-        self._episodes: dict[str, AsyncEnv] = {}
+        self._episodes: dict[str, tuple[AsyncEnv, EpisodeLedger]] = {}
         split = split or (cls.splits[0] if cls.splits else None)
         task_ids: list[str | None] = [t.id for t in cls.task_index().split(split)] if split else [None] * episodes
         if num_examples > 0:
@@ -106,29 +106,28 @@ class OmniToolEnv(vf.StatefulToolEnv):
         env = as_async(resolve_env(self.omnienv_class))
         info = state.get("info") or {}
         await env.reset(info.get("task_id") or None, info.get("seed"))
-        self._episodes[state["trajectory_id"]] = env
-        state["omnienv"] = {"reward": 0.0, "steps": 0, "done": False, "truncated": False, "rubric": {}, "failure": None}
+        ledger = EpisodeLedger(seed=info.get("seed"))
+        self._episodes[state["trajectory_id"]] = env, ledger
+        state["omnienv"] = _mirror(ledger, {})
         return await super().setup_state(state, **kwargs)
 
     def update_tool_args(self, tool_name: str, tool_args: dict, messages: Any, state: Any, **kwargs: Any) -> dict:
         return {**tool_args, HIDDEN: state}
 
     async def _step(self, state: Any, call: ToolCall) -> str:
-        episode = state["omnienv"]
-        env = self._episodes.get(state["trajectory_id"])
-        if env is None or _over(episode):
+        found = self._episodes.get(state["trajectory_id"])
+        if found is None or found[1].over:
             return "The episode is over; no more tool calls are accepted."
+        env, ledger = found
         try:
-            result = await env.step(call)
+            result = ledger.record(await env.step(call))
         except UsageError as exc:
             return exc.message
-        episode["steps"] += 1
-        episode["reward"] += result.reward
-        episode["done"], episode["truncated"] = result.done, result.truncated
+        rubric = state["omnienv"].get("rubric", {})
         if "rubric" in result.info:
-            episode["rubric"] = {name: float(value) for name, value in result.info["rubric"].items()}
+            rubric = {name: float(value) for name, value in result.info["rubric"].items()}
+        state["omnienv"] = _mirror(ledger, rubric)
         if result.failure is not None:
-            episode["failure"] = result.failure.to_dict()
             state["error"] = vf.InfraError(f"{result.failure.kind}: {result.failure.message}")
         return result.observation.text
 
@@ -146,13 +145,27 @@ class OmniToolEnv(vf.StatefulToolEnv):
 
     @vf.cleanup
     async def close_episode(self, state: Any) -> None:
-        env = self._episodes.pop(state.get("trajectory_id"), None)
-        if env is not None:
-            await env.close()
+        found = self._episodes.pop(state.get("trajectory_id"), None)
+        if found is not None:
+            await found[0].close()
+
+
+def _mirror(ledger: EpisodeLedger, rubric: dict[str, float]) -> dict[str, Any]:
+    """The ledger as verifiers keeps it in its (serialisable) rollout state."""
+    failure = ledger.failure.to_dict() if ledger.failure is not None else None
+    return {
+        "reward": ledger.reward,
+        "steps": ledger.steps,
+        "done": ledger.done,
+        "truncated": ledger.truncated,
+        "over": ledger.over,
+        "rubric": rubric,
+        "failure": failure,
+    }
 
 
 def _over(episode: dict[str, Any]) -> bool:
-    return bool(episode.get("done") or episode.get("truncated") or episode.get("failure"))
+    return bool(episode.get("over"))
 
 
 async def episode_reward(state: Any, **kwargs: Any) -> float:

@@ -35,6 +35,7 @@ from pydantic import Field
 from omnienv.core import (
     AsyncEnv,
     EnvironmentFailure,
+    EpisodeLedger,
     ToolCall,
     ToolSpec,
     UsageError,
@@ -69,12 +70,10 @@ class OmniState(vf.State):
     reward: float = 0.0
     done: bool = False
     truncated: bool = False
+    over: bool = False
+    """The ledger's word (ended, cut short or failed), mirrored: the host has no ledger."""
     rubric: dict[str, float] = Field(default_factory=dict)
     failure: dict[str, str] | None = None
-
-    @property
-    def over(self) -> bool:
-        return self.done or self.truncated or self.failure is not None
 
 
 class OmniToolsetConfig(vf.ToolsetConfig):
@@ -88,12 +87,14 @@ class OmniToolset(vf.Toolset[OmniToolsetConfig, OmniState]):
 
     env: AsyncEnv | None = None
     specs: Mapping[str, ToolSpec] = MappingProxyType({})
+    ledger: EpisodeLedger = EpisodeLedger()
 
     async def setup_task(self, task: Any) -> None:
         data: OmniTaskData = task  # verifiers hands tool servers the task's data
         instance = resolve_env(data.env)
         self.specs = instance.tools
         self.env = as_async(instance)
+        self.ledger = EpisodeLedger(seed=data.seed)
         await self.env.reset(data.task_id, data.seed)
 
     def register(self, mcp: Any) -> None:
@@ -125,19 +126,19 @@ class OmniToolset(vf.Toolset[OmniToolsetConfig, OmniState]):
     async def _step(self, call: ToolCall) -> str:
         assert self.env is not None
         state: OmniState = self.state
-        if state.over:
+        ledger = self.ledger
+        if ledger.over:
             return "The episode is over; no more tool calls are accepted."
         try:
-            result = await self.env.step(call)
+            result = ledger.record(await self.env.step(call))
         except UsageError as exc:
             return exc.message
-        state.steps += 1
-        state.reward += result.reward
-        state.done, state.truncated = result.done, result.truncated
+        state.steps, state.reward, state.over = ledger.steps, ledger.reward, ledger.over
+        state.done, state.truncated = ledger.done, ledger.truncated
         if "rubric" in result.info:
             state.rubric = {name: float(value) for name, value in result.info["rubric"].items()}
-        if result.failure is not None:
-            state.failure = {"kind": result.failure.kind, "message": result.failure.message}
+        if ledger.failure is not None:
+            state.failure = ledger.failure.to_dict()
         return result.observation.text
 
 

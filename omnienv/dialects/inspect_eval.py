@@ -29,7 +29,16 @@ from inspect_ai.scorer import Score, Target, mean, scorer, stderr
 from inspect_ai.solver import Generate, TaskState, solver
 from inspect_ai.tool import ToolInfo, ToolParams
 
-from omnienv.core import EnvironmentBase, ImageBlock, Observation, TextBlock, ToolCall, as_async, load_environment
+from omnienv.core import (
+    EnvironmentBase,
+    EpisodeLedger,
+    ImageBlock,
+    Observation,
+    TextBlock,
+    ToolCall,
+    as_async,
+    load_environment,
+)
 
 __all__ = ["environment_task"]
 
@@ -60,7 +69,7 @@ def _play(env_class: type[EnvironmentBase], max_turns: int) -> Any:
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         env = as_async(env_class())
-        outcome: dict[str, Any] = {"reward": 0.0, "done": False, "truncated": False, "failure": None}
+        ledger = EpisodeLedger()
         try:
             prompt = await env.reset(task=state.metadata["task_id"])
             state.messages = [ChatMessageUser(content=_content(prompt))]
@@ -73,22 +82,22 @@ def _play(env_class: type[EnvironmentBase], max_turns: int) -> Any:
                 if not calls:
                     break
                 for call in calls:
-                    result = await env.step(ToolCall(call.function, call.arguments, call.id))
-                    outcome["reward"] += result.reward
+                    result = ledger.record(await env.step(ToolCall(call.function, call.arguments, call.id)))
                     state.messages.append(
                         ChatMessageTool(
                             content=_content(result.observation), tool_call_id=call.id, function=call.function
                         )
                     )
-                    if result.failure is not None:
-                        outcome["failure"] = result.failure.to_dict()
-                    if result.over:
-                        outcome.update(done=result.done, truncated=result.truncated)
+                    if ledger.over:
                         break
-                if outcome["done"] or outcome["truncated"] or outcome["failure"]:
+                if ledger.over:
                     break
+            if not ledger.over:  # the model stopped or ran out of turns: end the episode and score it
+                ledger.record(await env.end(), step=False)
         finally:
             await env.close()
+        failure = ledger.failure.to_dict() if ledger.failure is not None else None
+        outcome = {"reward": ledger.reward, "done": ledger.done, "truncated": ledger.truncated, "failure": failure}
         state.store.set(_RESULT, outcome)
         return state
 

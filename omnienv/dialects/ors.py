@@ -41,6 +41,7 @@ from omnienv.core.errors import (
     TaskError,
     UnknownToolError,
 )
+from omnienv.core.ledger import EpisodeLedger
 from omnienv.core.tasks import Task
 from omnienv.core.types import Observation, StepResult, ToolCall
 from omnienv.dialects.ors_wire import (
@@ -73,12 +74,12 @@ SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 @dataclass(slots=True)
 class OrsSession:
-    """What ORS adds to one of our sessions: the prompt, the finished flag, the last call's reply."""
+    """What ORS adds to one of our sessions: the prompt, the episode's ledger, the last replies."""
 
     session: Session
     task: Task | None
     prompt: list[dict[str, Any]]
-    finished: bool = False
+    ledger: EpisodeLedger = field(default_factory=EpisodeLedger)
     replies: OrderedDict[str, bytes] = field(default_factory=OrderedDict)
     """Replies of finished calls by ``task_id``: a client re-POSTing after a dropped stream gets
     the same reply instead of running the tool twice."""
@@ -326,7 +327,7 @@ class OrsRouter:
 
     async def call_reply(self, ors: OrsSession, name: str, arguments: Any) -> bytes:
         """The ``end`` event's JSON: a tool output, or ``ok: false`` with ORS's reason."""
-        if ors.finished:
+        if ors.ledger.over:
             return refusal(f"'{name}' was not run: the episode has finished; open a new session", "episode_finished")
         if not isinstance(arguments, dict):
             return refusal(
@@ -337,7 +338,6 @@ class OrsRouter:
             result = await self.handler.run(ors.session, call)
             assert isinstance(result, StepResult)
         except EpisodeOverError as exc:
-            ors.finished = True
             return refusal(exc.message, "episode_finished")
         except (UnknownToolError, ActionError) as exc:
             return refusal(exc.message, "input_validation")
@@ -347,7 +347,7 @@ class OrsRouter:
             return refusal(exc.message, "error", exc.code)
         except Exception as exc:
             raise StreamError(unexpected(exc).message) from exc
-        ors.finished = result.over
+        ors.ledger.record(result)
         refused = refusal_reason(result)
         if refused is not None:  # the environment's own check, answered ORS's way
             return refusal(result.observation.text, refused)
