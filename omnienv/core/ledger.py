@@ -12,22 +12,16 @@ from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
 from omnienv.core.tasks import Task
-from omnienv.core.types import Failure, StepResult, episode_over
+from omnienv.core.types import Ending, Failure, StepResult, episode_over
 
 __all__ = ["EpisodeLedger", "Outcome"]
 
 
-class Outcome(Protocol):
+class Outcome(Ending, Protocol):
     """What one step (or one text turn of several calls) came to."""
 
     @property
     def reward(self) -> float: ...
-    @property
-    def done(self) -> bool: ...
-    @property
-    def truncated(self) -> bool: ...
-    @property
-    def failure(self) -> Failure | None: ...
 
 
 OutcomeT = TypeVar("OutcomeT", bound=Outcome)

@@ -82,7 +82,9 @@ class Observation:
 _GENERIC_CODES = frozenset({"ERROR", "ENV_FAILURE"})
 
 
-class _Ending(Protocol):
+class Ending(Protocol):
+    """What tells whether an episode is over: a step's result, a text turn, the ledger."""
+
     @property
     def done(self) -> bool: ...
     @property
@@ -91,7 +93,7 @@ class _Ending(Protocol):
     def failure(self) -> Failure | None: ...
 
 
-def episode_over(outcome: _Ending) -> bool:
+def episode_over(outcome: Ending) -> bool:
     """The one rule of "over": the episode ended by its rules, was cut short, or failed.
 
     A step's result, a text turn and the episode ledger all answer ``over`` with it.
