@@ -47,7 +47,7 @@ logger = logging.getLogger("omnienv")
 Prompt: TypeAlias = "str | Block | Iterable[str | Block] | Observation"
 ToolOutput: TypeAlias = "str | Block | Iterable[str | Block] | ToolResult"
 FAILED_OBSERVATION = Observation.of(
-    "The environment failed during this step; the episode is void and will not be scored."
+    "The environment failed during this step; the episode is void and will not be scored.", is_error=True
 )
 
 

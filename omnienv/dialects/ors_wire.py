@@ -114,7 +114,7 @@ def call_output(result: StepResult) -> bytes:
     output = {
         "blocks": ors_blocks(result.observation.content),
         "metadata": metadata,
-        "reward": result.reward,
+        "reward": None if result.failure is not None else result.reward,  # void: no reward, never 0
         "finished": result.over,
     }
     return encode({"ok": True, "output": output})

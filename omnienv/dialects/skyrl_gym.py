@@ -16,8 +16,9 @@ matching dataset rows (the prompt carries the tool instructions; no row carries 
 
 The model's text is parsed by :mod:`omnienv.core.text_actions`. Rewards: each step's reward is
 the tools' reward; the last one also carries the rubric's final score, which is what SkyRL
-treats as the outcome. An infrastructure failure ends the episode (``done=True``, reward 0) with
-``metadata["failure"]`` set and ``get_metrics()["failure"] == 1.0``: filter those episodes out.
+treats as the outcome. An infrastructure failure ends the episode (``done=True``) with reward
+``None`` (SkyRL's "no reward for this step"), ``metadata["failure"]`` set and
+``get_metrics()["failure"] == 1.0``: filter those episodes out.
 """
 
 from __future__ import annotations
@@ -84,7 +85,7 @@ class SkyRLTextEnv(BaseTextEnv):
         done = turn.over
         return BaseTextEnvStepOutput(
             observations=[] if done else [{"role": "user", "content": turn.text}],
-            reward=float(turn.reward),
+            reward=None if turn.failure is not None else float(turn.reward),  # type: ignore[typeddict-item]
             done=done,
             metadata=metadata,
             postprocessed_action=None,

@@ -235,7 +235,7 @@ def step_reply(tool_name: str | None, result: StepResult) -> dict[str, Any]:
             },
             "error": error,
         },
-        "reward": result.reward,
+        "reward": None if failure is not None else result.reward,  # a void episode has no reward, not 0
         "done": result.done or result.truncated,
         "truncated": result.truncated,
         "info": info,

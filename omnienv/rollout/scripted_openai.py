@@ -3,7 +3,7 @@
 It answers ``/v1/chat/completions`` and ``/v1/responses`` like a real endpoint, so evals,
 examples and tests exercise the real ``openai`` client path offline. A responder reads the
 conversation and returns tool calls (Wordle's solver is one:
-:func:`omnienv.envs.wordle.solver.wordle_responder`). ``Faults`` makes chosen requests fail or
+:func:`omnienv.envs.wordle.responder.wordle_responder`). ``Faults`` makes chosen requests fail or
 stall, to prove that runs survive a flaky endpoint.
 """
 

@@ -216,6 +216,7 @@ def test_a_crashing_tool_ends_only_its_own_episode_flagged_as_failed() -> None:
         sid, other = ors.open(), ors.open()
         reply = ors.call(sid, "add", {"n": -1})  # the env's failure: finished, flagged
         assert reply["ok"] and reply["output"]["finished"] and reply["output"]["metadata"]["failure"]
+        assert reply["output"]["reward"] is None  # ORS's "no reward": a void episode is never scored 0
         assert ors.call(other, "add", {"n": 1})["output"]["blocks"][0]["text"] == "total 1"
 
 

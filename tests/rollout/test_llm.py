@@ -14,7 +14,7 @@ import orjson
 import pytest
 
 from omnienv.envs.wordle import Wordle
-from omnienv.envs.wordle.solver import wordle_responder
+from omnienv.envs.wordle.responder import wordle_responder
 from omnienv.rollout import plan_episodes, read_episodes, rollout
 from omnienv.rollout.llm import ChatPolicy
 from omnienv.rollout.scripted_openai import Faults, create_app

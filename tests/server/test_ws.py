@@ -160,6 +160,7 @@ def test_env_crash_is_a_failure_flag_not_a_dead_session(serve) -> None:
         crashed = ask(connection, call("boom"))["data"]
         assert crashed["failure"]["kind"] == "env_error" and "kaboom" in crashed["failure"]["message"]
         assert crashed["done"] is True and crashed["truncated"] is True
+        assert crashed["reward"] is None  # a void episode has no reward: never a 0 to train on
         assert crashed["observation"]["error"]["error_type"] == "execution_error"
         assert ask(connection, {"type": "reset", "data": {}})["type"] == "observation"
 

@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import re
 from functools import cache
-from typing import Any
 
 from omnienv.core import ToolCall
 from omnienv.envs.wordle import answers, score_guess
-from omnienv.rollout.scripted_openai import Reply, observations
 from omnienv.rollout.trajectory import Episode
 
-__all__ = ["WordleSolver", "next_guess", "read_marks", "wordle_responder"]
+__all__ = ["WordleSolver", "next_guess", "read_marks"]
 
 OPENER = "slate"
 WIDE_SEARCH_BELOW = 40
@@ -59,10 +57,3 @@ class WordleSolver:
     async def act(self, episode: Episode) -> ToolCall:
         history = [marks for step in episode.steps if (marks := read_marks(step.result.observation.text))]
         return ToolCall("guess", {"word": next_guess(history)})
-
-
-def wordle_responder(messages: list[dict[str, Any]]) -> Reply:
-    """The solver as the "model" of :mod:`omnienv.rollout.scripted_openai`: it reads the marks
-    in the conversation's tool results, exactly as a model would see them."""
-    history = [marks for text in observations(messages) if (marks := read_marks(text))]
-    return [("guess", {"word": next_guess(history)})]
