@@ -11,7 +11,9 @@ runs GRPO on the CPU::
     python examples/train_wordle_grpo.py --tiny --steps 2
 
 ``--env http://127.0.0.1:8000`` trains against a Wordle served by ``omnienv serve wordle`` instead
-of one in this process. Needs ``pip install 'omnienv[trl]'`` (and ``torch``).
+of one in this process; ``--also http://127.0.0.1:8000`` trains on both at once (TRL's dict
+``environment_factory``: each row names its environment, each environment owns its rewards).
+Needs ``pip install 'omnienv[trl]'`` (and ``torch``).
 """
 
 from __future__ import annotations
@@ -137,31 +139,13 @@ class PrintLogs(TrainerCallback):
         print("LOG " + json.dumps({"step": state.global_step, **(logs or {})}), flush=True)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", default="Qwen/Qwen3-0.6B", help="a chat model that calls tools")
-    parser.add_argument("--tiny", action="store_true", help="a tiny local model on the CPU; nothing downloaded")
-    parser.add_argument("--steps", type=int, default=200, help="GRPO optimizer steps")
-    parser.add_argument("--env", default="wordle", help="environment name or omnienv server URL")
-    parser.add_argument("--output-dir", type=Path, default=Path("runs/wordle-grpo"))
-    parser.add_argument("--tiny-dir", type=Path, default=None, help="where the tiny model is built or reused")
-    parser.add_argument("--sft-steps", type=int, default=400)
-    parser.add_argument("--tasks", type=int, default=64, help="training tasks taken from the train split")
-    parser.add_argument("--max-tool-calls", type=int, default=None, help="tool-calling iterations per rollout")
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
-    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # environment_factory is marked experimental
-    set_seed(args.seed)
+def printing(factory: Any, totals: dict[str, int]) -> Any:
+    """``factory``'s class, printing each finished episode: what the environment answered, the reward.
 
-    factory = environment_factory(args.env, name="Wordle")
-    totals = {"episodes": 0, "tool_calls": 0}
+    ``_call`` is where every tool call passes; as a private name, TRL does not offer it as a tool.
+    """
 
-    class Wordle(factory):  # type: ignore[valid-type,misc]
-        """Prints each finished episode: what the environment answered to the model, and the reward.
-
-        ``_call`` is where every tool call passes; as a private name, TRL does not offer it as a tool.
-        """
-
+    class Printing(factory):  # type: ignore[valid-type,misc]
         def reset(self, **row: Any) -> Any:
             self._task_id, self._replies = row.get("task_id"), []
             return super().reset(**row)
@@ -174,6 +158,7 @@ def main() -> None:
         def get_reward(self) -> float | None:
             reward = super().get_reward()
             episode = {
+                "env": type(self).__name__,
                 "task": self._task_id,
                 "tool_calls": len(self._replies),
                 "reward": reward,
@@ -184,6 +169,45 @@ def main() -> None:
             totals["episodes"] += 1
             totals["tool_calls"] += len(self._replies)
             return reward
+
+    Printing.__name__ = Printing.__qualname__ = factory.__name__  # TRL logs rewards/<class name>
+    return Printing
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", default="Qwen/Qwen3-0.6B", help="a chat model that calls tools")
+    parser.add_argument("--tiny", action="store_true", help="a tiny local model on the CPU; nothing downloaded")
+    parser.add_argument("--steps", type=int, default=200, help="GRPO optimizer steps")
+    parser.add_argument("--env", default="wordle", help="environment name or omnienv server URL")
+    parser.add_argument("--output-dir", type=Path, default=Path("runs/wordle-grpo"))
+    parser.add_argument("--tiny-dir", type=Path, default=None, help="where the tiny model is built or reused")
+    parser.add_argument("--sft-steps", type=int, default=400)
+    parser.add_argument("--tasks", type=int, default=64, help="training tasks taken from the train split")
+    parser.add_argument("--max-tool-calls", type=int, default=None, help="tool-calling iterations per rollout")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--also", default=None, help="a second Wordle (name or server URL) trained on in the same run")
+    args = parser.parse_args()
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # environment_factory is marked experimental
+    set_seed(args.seed)
+
+    totals = {"episodes": 0, "tool_calls": 0}
+    Wordle = printing(environment_factory(args.env, name="Wordle"), totals)
+    factories: Any = Wordle
+    train_dataset = dataset(args.env, "train", limit=args.tasks)
+    if args.also:  # two environments, one run: rows alternate between them, in order
+        from datasets import interleave_datasets
+
+        factories = {"first": Wordle, "second": printing(environment_factory(args.also, name="WordleAlso"), totals)}
+        first = dataset(args.env, "train", limit=args.tasks, environment="first")
+        second = dataset(args.also, "train", limit=args.tasks, environment="second")
+        train_dataset = interleave_datasets([first, second])
+
+    if args.tiny:
+        """Prints each finished episode: what the environment answered to the model, and the reward.
+
+        ``_call`` is where every tool call passes; as a private name, TRL does not offer it as a tool.
+        """
 
     if args.tiny:
         torch.set_num_threads(1)  # a tiny model gains nothing from threads, and loses a lot on a busy CPU
@@ -199,7 +223,7 @@ def main() -> None:
             output_dir=str(args.output_dir),
             use_cpu=True,
             max_steps=args.steps,
-            per_device_train_batch_size=4,
+            per_device_train_batch_size=8 if args.also else 4,  # mixed: one prompt of each environment
             num_generations=4,
             max_completion_length=96,
             max_tool_calling_iterations=args.max_tool_calls or 2,
@@ -211,6 +235,7 @@ def main() -> None:
             disable_tqdm=True,
             seed=args.seed,
             temperature=1.0,
+            shuffle_dataset=not args.also,  # mixed: each step's two prompts come from both environments
         )
     else:
         model, tokenizer = args.model, None
@@ -233,8 +258,8 @@ def main() -> None:
         model=model,
         processing_class=tokenizer,
         args=config,
-        environment_factory=Wordle,
-        train_dataset=dataset(args.env, "train", limit=args.tasks),
+        environment_factory=factories,
+        train_dataset=train_dataset,
         callbacks=[PrintLogs()],
     )
     print("TOOLS " + json.dumps(sorted(t.__name__ for t in trainer.tools)), flush=True)

@@ -273,7 +273,13 @@ def _content(observation: Observation) -> str | list[dict[str, Any]]:
     ]
 
 
-def dataset(env: str | type[EnvironmentBase], split: str = "train", *, limit: int | None = None) -> Any:
+def dataset(
+    env: str | type[EnvironmentBase],
+    split: str = "train",
+    *,
+    limit: int | None = None,
+    environment: str | None = None,
+) -> Any:
     """The prompt dataset of one split: a ``datasets.Dataset`` with ``prompt`` and ``task_id`` columns.
 
     Each ``prompt`` is one empty user message: ``reset`` returns the task's prompt and TRL appends
@@ -283,6 +289,9 @@ def dataset(env: str | type[EnvironmentBase], split: str = "train", *, limit: in
         env: An environment class, its registered name, or the URL of an omnienv server.
         split: The split whose tasks become rows.
         limit: Keep the first ``limit`` tasks only.
+        environment: Add an ``environment`` column with this name on every row: the key of this
+            environment's factory in a dict ``environment_factory`` (several environments in one
+            run; ``datasets.interleave_datasets`` mixes their rows).
     """
     from datasets import Dataset
 
@@ -299,4 +308,7 @@ def dataset(env: str | type[EnvironmentBase], split: str = "train", *, limit: in
         task_ids = [task.id for task in cls.task_index().page(split, 0, limit)]
     if not task_ids:
         raise TaskError(f"split '{split}' of {env} has no tasks to train on")
-    return Dataset.from_list([{"prompt": [{"role": "user", "content": ""}], "task_id": i} for i in task_ids])
+    rows = [{"prompt": [{"role": "user", "content": ""}], "task_id": i} for i in task_ids]
+    if environment is not None:
+        rows = [{**row, "environment": environment} for row in rows]
+    return Dataset.from_list(rows)

@@ -189,3 +189,25 @@ def test_failed_episodes_are_masked_by_trl(trl_python: Path, tiny_dir: Path, tmp
             assert log["reward"] == pytest.approx(sum(scored) / len(scored))
         else:  # every rollout void: TRL logs NaN (JSON null) and trains on nothing
             assert log["reward"] is None or log["reward"] != log["reward"]
+
+
+def test_grpo_trains_on_two_environments_in_one_run(
+    trl_python: Path, tiny_dir: Path, tmp_path: Path, wordle_server: str
+) -> None:
+    """A dict environment_factory: rows name their environment (one in-process, one served), and
+    each environment scores only its own rollouts."""
+    output = _train(trl_python, tiny_dir, tmp_path, "--also", wordle_server)
+    assert _lines(output, "REWARD_FUNCS") == [["Wordle", "WordleAlso"]]
+    episodes = _lines(output, "EPISODE")
+    assert len(episodes) == 16  # 2 steps x 2 prompts x 4 generations
+    by_env = {name: [e for e in episodes if e["env"] == name] for name in ("Wordle", "WordleAlso")}
+    assert [len(group) for group in by_env.values()] == [8, 8]
+    for group in by_env.values():
+        assert all(e["failure"] is None and isinstance(e["reward"], float) for e in group)
+    steps = [log for log in _lines(output, "LOG") if "rewards/Wordle/mean" in log]
+    assert [log["step"] for log in steps] == [1, 2]
+    for step, log in enumerate(steps):
+        for name, group in by_env.items():
+            mine = [e["reward"] for e in group[step * 4 : step * 4 + 4]]
+            assert log[f"rewards/{name}/mean"] == pytest.approx(sum(mine) / len(mine))
+    assert _healthy(wordle_server)
