@@ -11,6 +11,7 @@ from typing import Annotated, Any
 import typer
 from rich.panel import Panel
 from rich.table import Table
+from rich.text import Text
 
 from omnienv.cli.common import console, env_class
 from omnienv.core import EpisodeLedger, ImageBlock, Observation, OmniEnvError, TextBlock, ToolCall, as_async
@@ -59,7 +60,8 @@ def show(observation: Observation, title: str) -> None:
         elif isinstance(block, ImageBlock):
             parts.append(f"[image {block.mime_type}, {len(block.data)} bytes]")
     style = "red" if observation.is_error else "cyan"
-    console.print(Panel("\n".join(parts), title=title, border_style=style))
+    # Text, not markup: what the environment wrote (and "[image ...]") is shown as it is
+    console.print(Panel(Text("\n".join(parts)), title=title, border_style=style))
 
 
 def show_tools(tools: Mapping[str, ToolInfo]) -> None:

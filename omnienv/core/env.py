@@ -126,6 +126,27 @@ class EnvironmentBase:
         chosen = self.task_index().choose(task, seed, split)
         return EpisodeLedger(task=chosen, seed=seed), random.Random(seed)
 
+    def render_prompt(self, task: Task | None, rng: random.Random) -> Prompt | None:
+        """The prompt ``setup`` would return for ``task`` and ``rng``, computed without starting
+        anything (no kernel, no display), or None when only a real reset can tell.
+
+        Override it when the prompt follows from the task alone, so datasets (Verifiers, SkyRL Gym,
+        NeMo Gym rows) need no sandbox per row; ``rng`` is seeded as ``setup``'s is, so the two agree
+        (and the test suite checks that they do).
+        """
+        return None
+
+    def preview(
+        self, task: Task | str | None = None, seed: int | None = None, split: str | None = None
+    ) -> Observation | None:
+        """The first observation ``reset`` would give, without starting the episode; None when the
+        environment cannot know it without one (see :meth:`render_prompt`)."""
+        chosen = self.task_index().choose(task, seed, split)
+        prompt = self.render_prompt(chosen, random.Random(seed))
+        if prompt is None:
+            return None
+        return prompt if isinstance(prompt, Observation) else Observation(as_blocks(prompt))
+
     def _finish_reset(self, episode: EpisodeLedger, prompt: Prompt) -> Observation:
         self._episode = episode
         return prompt if isinstance(prompt, Observation) else Observation(as_blocks(prompt))

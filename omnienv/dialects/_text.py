@@ -54,7 +54,11 @@ def prompt_text(env: EnvLike, task: Task | str | None, seed: int | None) -> str:
     Dialects whose frameworks need the prompt before the episode's own environment exists
     (verifiers builds its dataset up front) use this; it is safe inside a running event loop.
     """
-    instance = as_sync(resolve_env(env))
+    resolved = resolve_env(env)
+    preview = resolved.preview(task, seed)
+    if preview is not None:  # the environment knows its prompt without a sandbox
+        return preview.text
+    instance = as_sync(resolved)
     try:
         return instance.reset(task, seed).text
     finally:

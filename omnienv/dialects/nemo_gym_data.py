@@ -49,7 +49,11 @@ def _prompts(env_class: type[EnvironmentBase], tasks: Sequence[Task], seeds: Seq
     """What ``reset`` shows for each task and seed, from one instance reset once per task."""
     if not issubclass(env_class, Environment | AsyncEnvironment):
         raise TypeError(f"expected an environment class, got {env_class!r}")
-    env = as_sync(env_class())
+    instance = env_class()
+    previews = [instance.preview(task, seed) for task, seed in zip(tasks, seeds, strict=True)]
+    if all(preview is not None for preview in previews):  # no sandbox needed to render the rows
+        return [preview.content for preview in previews if preview is not None]
+    env = as_sync(instance)
     try:
         return [env.reset(task, seed).content for task, seed in zip(tasks, seeds, strict=True)]
     finally:

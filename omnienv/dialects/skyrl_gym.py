@@ -32,8 +32,8 @@ try:
 except ImportError as exc:  # the framework is an optional extra
     raise ImportError(f"{__name__} needs skyrl-gym: pip install 'omnienv[skyrl]'") from exc
 
-from omnienv.core import load_environment
-from omnienv.dialects._text import EnvLike, TextSession
+from omnienv.core import EnvironmentBase, Task, load_environment
+from omnienv.dialects._text import EnvLike, TextSession, prompt_text
 
 __all__ = ["SkyRLTextEnv", "dataset_rows", "register"]
 
@@ -85,7 +85,7 @@ class SkyRLTextEnv(BaseTextEnv):
         done = turn.over
         return BaseTextEnvStepOutput(
             observations=[] if done else [{"role": "user", "content": turn.text}],
-            reward=None if turn.failure is not None else float(turn.reward),  # type: ignore[typeddict-item]
+            reward=None if turn.failure is not None else float(turn.reward),
             done=done,
             metadata=metadata,
             postprocessed_action=None,
@@ -120,22 +120,32 @@ def dataset_rows(
 ) -> list[dict[str, Any]]:
     """SkyRL dataset rows for every task of ``split``: prompt, ``env_class`` and ``extra_info``."""
     cls = load_environment(name)
-    rows = []
-    for i, task in enumerate(cls.task_index().split(split)):
-        session = TextSession(cls)
-        try:
-            prompt = session.reset(task, seed + i)
-            instructions = session.instructions
-        finally:
-            session.close()
-        rows.append(
-            {
-                "data_source": f"omnienv/{cls.name}",
-                "prompt": [{"role": "system", "content": instructions}, {"role": "user", "content": prompt}],
-                "env_class": env_id or f"omnienv-{name}",
-                "reward_spec": {"method": "env", "ground_truth": None},
-                "extra_info": {"task_id": task.id, "seed": seed + i},
-                **({"max_turns": max_turns} if max_turns is not None else {}),
-            }
-        )
+    session = TextSession(cls)  # no reset: the tools' instructions need no episode
+    try:
+        instructions = session.instructions
+        rows = []
+        for i, task in enumerate(cls.task_index().split(split)):
+            rows.append(_row(cls, name, task, seed + i, instructions, env_id, max_turns))
+    finally:
+        session.close()
     return rows
+
+
+def _row(
+    cls: type[EnvironmentBase],
+    name: str,
+    task: Task,
+    seed: int,
+    instructions: str,
+    env_id: str | None,
+    max_turns: int | None,
+) -> dict[str, Any]:
+    prompt = prompt_text(cls, task, seed)  # rendered without a sandbox where the environment can
+    return {
+        "data_source": f"omnienv/{cls.name}",
+        "prompt": [{"role": "system", "content": instructions}, {"role": "user", "content": prompt}],
+        "env_class": env_id or f"omnienv-{name}",
+        "reward_spec": {"method": "env", "ground_truth": None},
+        "extra_info": {"task_id": task.id, "seed": seed},
+        **({"max_turns": max_turns} if max_turns is not None else {}),
+    }

@@ -4,8 +4,9 @@ E2B's desktop image ships xdotool and wmctrl, so the actions run there as remote
 built only from validated parts: key names from :func:`~omnienv.sandboxes.desktop.parse_keys`
 (known keysyms joined by '+'), integers, and typed text passed as one quoted word after ``--``.
 The whole VM is the sandbox, so its checks are weaker than a local display's: window owners come
-from ``_NET_WM_PID`` (which a client sets itself) and the selection's owner is not known. The SDK
-is imported on first use: ``pip install e2b-desktop`` and set ``E2B_API_KEY``.
+from ``_NET_WM_PID`` (which a client sets itself), the selection's owner is not known, and an
+app's home of its own is a folder of the VM's home (``~/.homes/NAME``), which the agent's shell
+can write too. The SDK is imported on first use: ``pip install e2b-desktop`` and set ``E2B_API_KEY``.
 """
 
 from __future__ import annotations
@@ -108,7 +109,7 @@ class E2BDesktop(DesktopSession):
         await self._xdotool("mousemove", x, y)
 
     async def mouse_button(self, pressed: bool, at: tuple[int, int] | None = None) -> None:
-        move = ["mousemove", at[0], at[1]] if at else []
+        move: list[str | int | float] = ["mousemove", at[0], at[1]] if at else []
         await self._xdotool(*move, "mousedown" if pressed else "mouseup", 1)
 
     async def drag(self, start: tuple[int, int], end: tuple[int, int], held: str | None = None) -> None:
@@ -165,12 +166,26 @@ class E2BDesktop(DesktopSession):
 
     # -- programs, files, facts ---------------------------------------------------------------
 
-    async def launch(self, command: str, name: str | None = None) -> App:
-        result = await self.shell(f"{command} >/dev/null 2>&1 & echo $!", timeout=30)
+    async def launch(self, command: str, name: str | None = None, *, own_home: bool = False) -> App:
+        app_name = name or shlex.split(command)[0]
+        home = shlex.quote(self._home(app_name if own_home else None))
+        line = f"mkdir -p {home}; cd {home}; HOME={home} {command} >/dev/null 2>&1 & echo $!"  # $!: the app itself
+        result = await self.shell(line, timeout=30)
         pid = int(result.stdout.strip()) if result.stdout.strip().isdigit() else None
-        app = App(name or shlex.split(command)[0], command, pid)
+        app = App(app_name, command, pid, own_home=own_home)
         self.apps[app.name] = app
         return app
+
+    async def place(self, name: str, x: int, y: int, width: int, height: int) -> None:
+        windows = await self.app_windows(name)
+        if not windows:
+            raise DisplayError(f"the app {name!r} shows no window to place")
+        await self.exec(["wmctrl", "-i", "-r", hex(windows[0].id), "-e", f"0,{x},{y},{width},{height}"])
+        await self.wait_placed(name, x, y, width)
+
+    @staticmethod
+    def _home(app: str | None) -> str:
+        return HOME if app is None else f"{HOME}/.homes/{app}"
 
     async def app_alive(self, name: str) -> bool:
         app = self.apps.get(name)
@@ -202,20 +217,20 @@ class E2BDesktop(DesktopSession):
             )
         return windows
 
-    async def read_file(self, path: str) -> bytes | None:
-        if await self.path_kind(path) != "file":
+    async def read_file(self, path: str, app: str | None = None) -> bytes | None:
+        if await self.path_kind(path, app) != "file":
             return None
         try:
-            data = await asyncio.to_thread(self.sandbox.files.read, f"{HOME}/{path}", format="bytes")
+            data = await asyncio.to_thread(self.sandbox.files.read, f"{self._home(app)}/{path}", format="bytes")
         except Exception:
             return None
         return bytes(data)
 
-    async def write_file(self, path: str, data: bytes) -> None:
-        await asyncio.to_thread(self.sandbox.files.write, f"{HOME}/{path}", data)
+    async def write_file(self, path: str, data: bytes, app: str | None = None) -> None:
+        await asyncio.to_thread(self.sandbox.files.write, f"{self._home(app)}/{path}", data)
 
-    async def path_kind(self, path: str) -> str | None:
-        quoted = shlex.quote(f"{HOME}/{path}")
+    async def path_kind(self, path: str, app: str | None = None) -> str | None:
+        quoted = shlex.quote(f"{self._home(app)}/{path}")
         probe = await self.shell(
             f"if [ -L {quoted} ]; then echo symlink; elif [ -d {quoted} ]; then echo dir; "
             f"elif [ -f {quoted} ]; then echo file; elif [ -e {quoted} ]; then echo other; fi"

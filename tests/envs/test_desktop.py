@@ -1,9 +1,11 @@
-"""The desktop environment on real Xvfb displays: tools, tasks checked from real state, reaping."""
+"""The desktop environment on real Xvfb displays: its tools, coordinates, failures and transports.
+
+Every task, solved and faked, is in ``test_desktop_tasks.py``.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import struct
 import time
@@ -13,42 +15,16 @@ import pytest
 
 from omnienv.core import EnvironmentFailure, ImageBlock, ToolCall, ToolError, check_env, load_environment
 from omnienv.envs.desktop import DESKTOP_TASKS, Coordinates, Desktop
-from omnienv.rollout.desktop_scripted import SCRIPTS, DesktopScripted
+from omnienv.envs.desktop.player import SCRIPTS, DesktopScripted
 from omnienv.rollout.loop import EpisodePlan, arun_episode
 from omnienv.sandboxes.xvfb import DisplayPool, DisplaySpec, XvfbDisplay, missing_programs, shared_pool
 from tests.server.conftest import serve  # noqa: F401  (the fixture of real servers)
 
+DESKTOP_PROGRAMS = ("Xvfb", "bwrap", "openbox", "xterm", "xedit", "xclock", "xcalc", "gnumeric", "pcmanfm")
 pytestmark = pytest.mark.skipif(
-    bool(missing_programs(("Xvfb", "bwrap", "openbox", "xterm", "xedit", "xclock", "xcalc"))),
+    bool(missing_programs(DESKTOP_PROGRAMS)),
     reason="X programs or bubblewrap missing: run 'make system-deps'",
 )
-
-
-def processes_in(cgroups: set[str]) -> list[tuple[int, str]]:
-    """(pid, name) of every live process in one of the named sandbox cgroups."""
-    found = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/cgroup") as handle:
-                lines = handle.read()
-            with open(f"/proc/{entry.name}/stat") as handle:
-                stat = handle.read()
-        except OSError:
-            continue
-        name, state = stat[stat.index("(") + 1 : stat.rindex(")")], stat.rsplit(")", 1)[1].split()[0]
-        if state != "Z" and any(f"/{group}\n" in lines or lines.endswith(f"/{group}") for group in cgroups):
-            found.append((int(entry.name), name))
-    return found
-
-
-def live(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 @pytest.fixture(scope="module")
@@ -104,7 +80,7 @@ def test_registered_and_has_the_reference_tools() -> None:
     assert scroll["required"] == ["coordinate", "scroll_direction", "scroll_amount"]
     assert Desktop.tools["left_mouse_down"].parameters.get("required", []) == []
     assert Desktop.tools["hold_key"].parameters["properties"]["duration"]["type"] == "number"
-    assert len(DESKTOP_TASKS) >= 10
+    assert len(DESKTOP_TASKS) >= 30
     assert set(SCRIPTS) == set(DESKTOP_TASKS)
 
 
@@ -163,21 +139,8 @@ def test_check_env_passes() -> None:
     assert report.ok, report.failures
 
 
-@pytest.mark.parametrize("task_id", sorted(DESKTOP_TASKS))
-def test_scripted_policy_completes_every_task(env: Desktop, task_id: str) -> None:
-    episode = play(env, task_id)
-    assert episode.failure is None
-    last = episode.steps[-1]
-    assert last.call.name == "terminate" and last.result.done
-    assert last.result.info["success"] is True
-    assert last.result.info["rubric"] == {"task_completed": 1.0}, [
-        (step.call.name, step.result.observation.text) for step in episode.steps
-    ]
-    assert episode.reward == 1.0
-
-
 @pytest.mark.parametrize(
-    "task_id", ["train/terminal-echo", "train/close-clock", "test/maximize-terminal", "test/editor-replace"]
+    "task_id", ["train/terminal-echo", "train/close-clock", "test/editor-replace", "train/spreadsheet-sum"]
 )
 def test_claiming_success_without_doing_the_task_scores_nothing(env: Desktop, task_id: str) -> None:
     async def run() -> float:
@@ -245,7 +208,7 @@ def test_agent_mistakes_are_error_observations(env: Desktop) -> None:
         ]:
             result = await env.step(ToolCall(name, arguments))
             assert result.observation.is_error and expected in result.observation.text, result
-            assert result.failure is None and not result.finished
+            assert result.failure is None and not result.over
 
     asyncio.run(run())
 
@@ -282,7 +245,7 @@ def test_normalised_coordinates_are_rescaled() -> None:
     assert "1000x1000" in space.describe()
 
 
-@pytest.mark.parametrize("task_id", ["test/move-clock", "train/editor-type", "train/close-clock"])
+@pytest.mark.parametrize("task_id", ["test/move-clock", "train/editor-type", "test/files-move"])
 def test_a_normalised_policy_completes_tasks(pool: DisplayPool, task_id: str) -> None:
     env = Desktop(coordinate_space=(1000, 1000), pool=pool)
     try:
@@ -316,43 +279,10 @@ def test_screenshot_after_action(pool: DisplayPool) -> None:
         asyncio.run(env.close())
 
 
-def test_fifty_episodes_leave_no_process_behind() -> None:
-    started: list[XvfbDisplay] = []
-
-    def start(spec: DisplaySpec) -> XvfbDisplay:
-        display = XvfbDisplay.start(spec)
-        started.append(display)
-        return display
-
-    pool = DisplayPool(DisplaySpec(), size=2, start=start)
-    env = Desktop(pool=pool)
-    tasks = sorted(DESKTOP_TASKS)
-
-    async def run() -> list[float]:
-        rewards = []
-        for index in range(50):
-            episode = await arun_episode(env, DesktopScripted(), EpisodePlan(index, tasks[index % len(tasks)], index))
-            assert episode.failure is None
-            rewards.append(episode.reward)
-        await env.close()
-        return rewards
-
-    try:
-        rewards = asyncio.run(run())
-    finally:
-        pool.close()
-    assert rewards == [1.0] * 50
-    assert len(started) >= 50
-    left = processes_in({display.sandbox.cgroup.name for display in started})
-    assert not left, f"processes left after 50 episodes: {left}"
-    assert not [display for display in started if live(display.process.pid)], "X servers left"
-    assert not [display for display in started if display.root.exists()]
-    assert not [path for display in started for path in display.sandbox.cgroup.dirs if path.exists()]
-
-
 def test_make_policy_knows_the_scripted_desktop_player() -> None:
     from omnienv.rollout import make_policy
 
+    assert Desktop.policies == {"scripted": "omnienv.envs.desktop.player:DesktopScripted"}
     assert isinstance(make_policy("scripted", Desktop)(), DesktopScripted)
 
 

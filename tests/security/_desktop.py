@@ -25,7 +25,23 @@ from omnienv.sandboxes.xvfb import DisplayPool, DisplaySpec, missing_programs
 from omnienv.server import running
 
 needs_x = pytest.mark.skipif(
-    bool(missing_programs(("Xvfb", "openbox", "xterm", "xclock", "xcalc", "xedit", "bwrap", "xdotool", "wmctrl"))),
+    bool(
+        missing_programs(
+            (
+                "Xvfb",
+                "openbox",
+                "xterm",
+                "xclock",
+                "xcalc",
+                "xedit",
+                "gnumeric",
+                "pcmanfm",
+                "bwrap",
+                "xdotool",
+                "wmctrl",
+            )
+        )
+    ),
     reason="X programs or bubblewrap missing: run 'make system-deps'",
 )
 

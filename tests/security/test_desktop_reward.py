@@ -9,10 +9,11 @@ solution of the same task must still score 1.
 from __future__ import annotations
 
 import asyncio
+import os
 
 import pytest
 
-from omnienv.rollout.desktop_scripted import DesktopScripted
+from omnienv.envs.desktop.player import DesktopScripted
 from omnienv.rollout.loop import EpisodePlan, arun_episode
 from tests.security._desktop import act, agent, live_desktop, needs_x, served_desktop, until, x_clients
 
@@ -102,3 +103,55 @@ def test_a_selection_made_elsewhere_does_not_count(server) -> None:  # type: ign
     selected, reward = asyncio.run(run())
     assert selected is not None and selected[1].strip() == "selectme42", selected  # the cheat did select it
     assert reward == 0.0, "a selection owned by another program passed terminal-select"
+
+
+def test_a_shell_cannot_reach_the_spreadsheets_own_home(server) -> None:  # type: ignore[no-untyped-def]
+    """The spreadsheet saves where no shell of the session can write: the agent's shell looks for
+    that home everywhere it can, forges a real workbook with ``ssconvert`` where the task's file
+    would be, and still scores 0; the workbook in the spreadsheet's home is untouched."""
+    url, manager = server
+    forge = (
+        "grep -c homes /proc/self/mountinfo; find / -path /proc -prune -o -name budget.gnumeric -print 2>/dev/null; "
+        "ls /proc | grep -c '^[0-9]'; "
+        "printf 'Item,Cost\\n,\\n,\\n,\\n,\\n,\\n,=SUM(B2:B6)\\n' > /tmp/b.csv && "
+        "ssconvert /tmp/b.csv ~/budget.gnumeric 2>/dev/null && echo forged"
+    )
+
+    async def run() -> tuple[str, bytes | None, bytes | None, float]:
+        async with agent(url) as client:
+            await client.reset(task="train/spreadsheet-sum")
+            desktop = live_desktop(manager)
+            before = await desktop.read_file("budget.gnumeric", "spreadsheet")
+            output = (await act(client, "run_command", command=forge)).observation.text
+            end = await act(client, "terminate", status="success")
+            return output, before, await desktop.read_file("budget.gnumeric", "spreadsheet"), end.reward
+
+    output, before, after, reward = asyncio.run(run())
+    lines = output.split()
+    assert lines[0] == "0", f"the shell sees the apps' homes mounted: {output}"
+    assert "budget.gnumeric" not in output, output
+    assert "forged" in output, output  # the forgery itself worked, in the shell's own home
+    assert before is not None and before == after
+    assert reward == 0.0, "a workbook forged by a shell passed a spreadsheet task"
+
+
+def test_the_file_manager_offers_no_program_to_start(server) -> None:  # type: ignore[no-untyped-def]
+    """Through "open with" or its terminal key the file manager would start a shell with its own home:
+    the system's app launchers are hidden from it, and its terminal is switched off."""
+    url, manager = server
+
+    async def run() -> tuple[list[str], int]:
+        async with agent(url) as client:
+            await client.reset(task="test/files-move")
+            desktop = live_desktop(manager)
+            pid = desktop.apps["files"].pid
+            launchers = os.listdir(f"/proc/{pid}/root/usr/share/applications")
+            before = len(x_clients(desktop.name))
+            await act(client, "left_click", coordinate=[600, 480])
+            await act(client, "key", keys="F4")  # "open the current folder in a terminal"
+            await act(client, "wait", duration=1.0)
+            return launchers, len(x_clients(desktop.name)) - before
+
+    launchers, new_windows = asyncio.run(run())
+    assert launchers == [], launchers
+    assert new_windows == 0, "the file manager started a program with a window"

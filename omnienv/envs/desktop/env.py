@@ -1,19 +1,22 @@
 """Desktop: operate a real Linux desktop through screenshots, mouse and keyboard.
 
-The agent gets the 19 tools of Anthropic's ``computer_20251124`` schema as the reference
-environment defines them (``screenshot``, clicks at ``[x, y]``, ``type``, ``key``,
-``terminate(status)``...). Each episode runs on a fresh local Xvfb display taken from a warm
-pool (``omnienv.sandboxes.xvfb``) or, with ``backend="e2b"``, on an E2B Desktop sandbox.
+The agent gets the 19 tools of Anthropic's ``computer_20251124`` schema
+(:mod:`omnienv.envs.desktop.tools`: ``screenshot``, clicks at ``[x, y]``, ``type``, ``key``,
+``terminate(status)``...). Each episode runs on a fresh local Xvfb display taken from a warm pool
+(:mod:`omnienv.sandboxes.xvfb`) or, with ``backend="e2b"``, on an E2B Desktop sandbox.
 
 Read it top to bottom:
 
-1. coordinates (:mod:`omnienv.envs.desktop.coordinates`): models that think in a normalised space
-   (Qwen3-VL's 0-1000) get their points rescaled to pixels with ``Desktop(coordinate_space=(1000, 1000))``;
-2. the reward: a rubric that *checks the desktop* when the episode ends (files read without
-   following symlinks, which process owns a window and where it is, an app's own state; never a
-   title); ``terminate("success")`` ends the episode but earns nothing by itself;
-3. the environment: ``setup`` takes a display, writes the task's files and opens its apps in the
-   session's sandbox; the tools become X input events (XTEST) from validated arguments.
+1. the tasks (:mod:`omnienv.envs.desktop.tasks`): 35 of them over six Debian apps (a terminal, a
+   text editor, a spreadsheet, a file manager, a calculator, a clock;
+   :mod:`omnienv.envs.desktop.apps`), each with a check of the desktop's real state;
+2. the reward: a rubric that runs the task's check when the episode ends (files read without
+   following symlinks, from the home of the app that must have written them; which process owns
+   a window and where it is; who owns the selection; never a title); ``terminate("success")``
+   ends the episode but earns nothing by itself;
+3. the environment: ``setup`` takes a display, writes the task's files, opens its apps in the
+   session's sandbox and puts their windows at fixed places; models that think in a normalised
+   space (Qwen3-VL's 0-1000) get their points rescaled with ``Desktop(coordinate_space=(1000, 1000))``.
 
 A display that dies mid-episode raises :class:`~omnienv.sandboxes.desktop.DisplayError` (an
 ``EnvironmentFailure``): the episode is flagged as failed and never scored. A display that a
@@ -26,29 +29,35 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from typing import Literal
+from typing import ClassVar, Literal
 
-from omnienv.core import AgentCausedEnd, AsyncEnvironment, ImageBlock, Rubric, Task, ToolError, ToolResult, tool
+from omnienv.core import AgentCausedEnd, AsyncEnvironment, Rubric, Task, ToolError
+from omnienv.envs.desktop.apps import app_command
+from omnienv.envs.desktop.checks import DesktopTask
 from omnienv.envs.desktop.coordinates import Coordinates
-from omnienv.envs.desktop.tasks import app_command, core_tasks, find_task
+from omnienv.envs.desktop.tasks import core_tasks, find_task
+from omnienv.envs.desktop.tools import ComputerTools
 from omnienv.sandboxes.desktop import DesktopSession, DisplayError
 from omnienv.sandboxes.xvfb import DisplayPool, DisplaySpec, XvfbDisplay, missing_programs, require_sandbox, shared_pool
 
-__all__ = ["Coordinates", "Desktop", "task_completed", "verify"]
+__all__ = ["Coordinates", "Desktop", "task_completed"]
 
 SETTLE_SECONDS = 2.0  # how long a check may wait for the desktop to catch up (a shell writing a file)
-MAX_WAIT = 60.0
-MAX_HOLD = 10.0
-MAX_SCROLL = 50
-MAX_TYPE = 20_000
-SCROLL_DIRECTIONS = ("up", "down", "left", "right")
 PROMPT = (
-    "You are operating a Linux desktop ({apps}, {width}x{height}). {coordinates}\n"
-    "Your home directory is {home}.\n\n"
+    "You are operating a Linux desktop of {width}x{height} pixels with {apps} open. {coordinates}\n"
+    "Your home directory is {home}.{own_homes}\n\n"
     "Task: {instruction}\n\n"
     "Call screenshot first to see the screen, then drive with the click/type/key tools. "
     "Only one tool call per turn. End with terminate."
 )
+OWN_HOME = " The {kind} keeps its files in a home folder of its own, which the terminal does not see."
+
+
+async def _nothing_to_check(desktop: DesktopSession) -> bool:
+    return False
+
+
+NO_TASK = DesktopTask("explore", "Explore the desktop, then call terminate.", _nothing_to_check)
 
 
 # -- 2. the reward -------------------------------------------------------------------------------
@@ -57,40 +66,21 @@ PROMPT = (
 async def task_completed(env: Desktop) -> float:
     """1 when the desktop's real state satisfies the task's check, else 0."""
     if env.verdict is None:
-        env.verdict = await verify(env)
+        env.verdict = await env.verify()
     return 1.0 if env.verdict else 0.0
-
-
-async def verify(env: Desktop) -> bool:
-    """Run the task's check, giving the desktop a moment to catch up (a shell writing a file)."""
-    task = env.task
-    if task is None:
-        return False
-    check = find_task(task.id).check
-    deadline = time.monotonic() + SETTLE_SECONDS
-    while True:
-        try:
-            if await check(env.desktop):
-                return True
-        except AgentCausedEnd:  # the agent froze or cut off its display: nothing can be checked
-            return False
-        except ToolError:  # the desktop changed under the check (a window closing): look again
-            pass
-        if time.monotonic() > deadline:
-            return False
-        await asyncio.sleep(0.05)
 
 
 # -- 3. the environment --------------------------------------------------------------------------
 
 
-class Desktop(AsyncEnvironment):
-    """Operate a Linux desktop (terminal, text editor, calculator, clock) with mouse and keyboard."""
+class Desktop(ComputerTools, AsyncEnvironment):
+    """Operate a Linux desktop (terminal, editor, spreadsheet, file manager, calculator) by mouse and keyboard."""
 
     name = "desktop"
     splits = ("train", "test")
     max_turns = 30
     rubric = Rubric(task_completed)
+    policies: ClassVar[dict[str, str]] = {"scripted": "omnienv.envs.desktop.player:DesktopScripted"}
 
     def __init__(
         self,
@@ -134,23 +124,55 @@ class Desktop(AsyncEnvironment):
         self.terminate_status = None
         self.verdict = None
         self._desktop = desktop = await self._acquire()
-        spec = find_task(task.id) if task is not None else None
-        apps = spec.apps if spec else ("terminal",)
-        for path, text in (spec.files if spec else {}).items():
+        spec = find_task(task.id) if task is not None else NO_TASK
+        apps = [app_command(app) for app in spec.apps]
+        for path, text in spec.files.items():
             await desktop.write_file(path, text.encode())
-        launched = [app_command(app) for app in apps]
-        for name, command in launched:
-            await desktop.launch(command, name)
-        for name, _ in launched:
+        for name, app, _ in apps:
+            seeds = {**app.settings, **spec.app_files.get(name, {})} if app.own_home else {}
+            for path, text in seeds.items():
+                await desktop.write_file(path, text.encode(), app=name)
+        for name, app, command in apps:
+            await desktop.launch(command, name, own_home=app.own_home)
+        for name, app, _ in apps:
             await desktop.wait_for_app(name)
+            await desktop.wait_settled(name)
+            if app.place is not None:
+                await desktop.place(name, *app.place)
+        return self.render_prompt(task, rng)
+
+    def render_prompt(self, task: Task | None, rng: random.Random) -> str:
+        """The prompt follows from the task alone: datasets render it without a display."""
+        spec = find_task(task.id) if task is not None else NO_TASK
+        apps = [app for _, app, _ in (app_command(name) for name in spec.apps)]
         return PROMPT.format(
-            apps=", ".join(app.partition(":")[0] for app in apps),
+            apps=" and ".join(f"the {app.kind} ({app.program})" for app in apps),
             width=self.resolution[0],
             height=self.resolution[1],
             coordinates=self.coordinates.describe(),
             home="~",
-            instruction=spec.instruction if spec else "Explore the desktop, then call terminate.",
+            own_homes="".join(OWN_HOME.format(kind=app.kind) for app in apps if app.own_home),
+            instruction=spec.instruction,
         )
+
+    async def verify(self) -> bool:
+        """Run the task's check, giving the desktop a moment to catch up (a shell writing a file)."""
+        task = self.task
+        if task is None or self._desktop is None:
+            return False
+        check = find_task(task.id).check
+        deadline = time.monotonic() + SETTLE_SECONDS
+        while True:
+            try:
+                if await check(self._desktop):
+                    return True
+            except AgentCausedEnd:  # the agent froze or cut off its display: nothing can be checked
+                return False
+            except ToolError:  # the desktop changed under the check (a window closing): look again
+                pass
+            if time.monotonic() > deadline:
+                return False
+            await asyncio.sleep(0.05)
 
     @classmethod
     def preflight(cls) -> None:
@@ -185,236 +207,3 @@ class Desktop(AsyncEnvironment):
             "coordinate_space": list(self.coordinates.space),
             "terminate_status": self.terminate_status,
         }
-
-    async def _done(self, text: str) -> str | ToolResult:
-        if not self.screenshot_after_action:
-            return text
-        return ToolResult.of([text, ImageBlock(await self.desktop.screenshot())])
-
-    def _px(self, point: list[int], name: str = "coordinate") -> tuple[int, int]:
-        return self.coordinates.to_pixels(point, name)
-
-    # -- the 19 tools ----------------------------------------------------------------------------
-
-    @tool
-    async def screenshot(self) -> ToolResult:
-        """Take a screenshot of the whole screen."""
-        png = await self.desktop.screenshot()
-        width, height = self.coordinates.space
-        return ToolResult.of([ImageBlock(png), f"screenshot {width}x{height}"])
-
-    @tool
-    async def cursor_position(self) -> str:
-        """Report where the mouse cursor is, as "x,y"."""
-        x, y = self.coordinates.from_pixels(*await self.desktop.cursor())
-        return f"{x},{y}"
-
-    @tool
-    async def get_screen_size(self) -> str:
-        """Report the size of the screen (of the coordinate space) as "WxH"."""
-        width, height = self.coordinates.space
-        return f"{width}x{height}"
-
-    async def _click(self, coordinate: list[int], text: str | None, button: str, repeat: int) -> None:
-        x, y = self._px(coordinate)
-        await self.desktop.click(x, y, button, repeat, text)
-
-    @tool
-    async def left_click(self, coordinate: list[int], text: str | None = None) -> str | ToolResult:
-        """Click the left mouse button at a point.
-
-        Args:
-            coordinate: [x, y] in pixel space
-            text: Modifier keys held during the action (e.g. "shift", "ctrl+shift")
-        """
-        await self._click(coordinate, text, "left", 1)
-        return await self._done(f"Left-clicked at ({coordinate[0]},{coordinate[1]})")
-
-    @tool
-    async def right_click(self, coordinate: list[int], text: str | None = None) -> str | ToolResult:
-        """Click the right mouse button at a point.
-
-        Args:
-            coordinate: [x, y] in pixel space
-            text: Modifier keys held during the action (e.g. "shift", "ctrl+shift")
-        """
-        await self._click(coordinate, text, "right", 1)
-        return await self._done(f"Right-clicked at ({coordinate[0]},{coordinate[1]})")
-
-    @tool
-    async def middle_click(self, coordinate: list[int], text: str | None = None) -> str | ToolResult:
-        """Click the middle mouse button at a point.
-
-        Args:
-            coordinate: [x, y] in pixel space
-            text: Modifier keys held during the action (e.g. "shift", "ctrl+shift")
-        """
-        await self._click(coordinate, text, "middle", 1)
-        return await self._done(f"Middle-clicked at ({coordinate[0]},{coordinate[1]})")
-
-    @tool
-    async def double_click(self, coordinate: list[int], text: str | None = None) -> str | ToolResult:
-        """Double-click the left mouse button at a point.
-
-        Args:
-            coordinate: [x, y] in pixel space
-            text: Modifier keys held during the action (e.g. "shift", "ctrl+shift")
-        """
-        await self._click(coordinate, text, "left", 2)
-        return await self._done(f"Double-clicked at ({coordinate[0]},{coordinate[1]})")
-
-    @tool
-    async def triple_click(self, coordinate: list[int], text: str | None = None) -> str | ToolResult:
-        """Triple-click the left mouse button at a point (selects a line in most apps).
-
-        Args:
-            coordinate: [x, y] in pixel space
-            text: Modifier keys held during the action (e.g. "shift", "ctrl+shift")
-        """
-        await self._click(coordinate, text, "left", 3)
-        return await self._done(f"Triple-clicked at ({coordinate[0]},{coordinate[1]})")
-
-    @tool
-    async def mouse_move(self, coordinate: list[int]) -> str | ToolResult:
-        """Move the mouse cursor to a point without clicking.
-
-        Args:
-            coordinate: [x, y] in pixel space
-        """
-        await self.desktop.move(*self._px(coordinate))
-        return await self._done(f"Moved cursor to ({coordinate[0]},{coordinate[1]})")
-
-    @tool
-    async def left_click_drag(
-        self, start_coordinate: list[int], coordinate: list[int], text: str | None = None
-    ) -> str | ToolResult:
-        """Press the left button at one point, drag to another, and release.
-
-        Args:
-            start_coordinate: [x, y] where the drag starts
-            coordinate: [x, y] where the drag ends
-            text: Modifier keys held during the action (e.g. "shift", "ctrl+shift")
-        """
-        start = self._px(start_coordinate, "start_coordinate")
-        await self.desktop.drag(start, self._px(coordinate), text)
-        (sx, sy), (ex, ey) = start_coordinate, coordinate
-        return await self._done(f"Dragged ({sx},{sy})→({ex},{ey})")
-
-    @tool
-    async def left_mouse_down(self, coordinate: list[int] | None = None) -> str | ToolResult:
-        """Press and hold the left mouse button (at a point, or where the cursor is).
-
-        Args:
-            coordinate: [x, y] to move to first; omit to press where the cursor is
-        """
-        await self.desktop.mouse_button(True, self._px(coordinate) if coordinate is not None else None)
-        return await self._done("Left mouse pressed")
-
-    @tool
-    async def left_mouse_up(self, coordinate: list[int] | None = None) -> str | ToolResult:
-        """Release the left mouse button (at a point, or where the cursor is).
-
-        Args:
-            coordinate: [x, y] to move to first; omit to release where the cursor is
-        """
-        await self.desktop.mouse_button(False, self._px(coordinate) if coordinate is not None else None)
-        return await self._done("Left mouse released")
-
-    @tool
-    async def scroll(
-        self, coordinate: list[int], scroll_direction: str, scroll_amount: int, text: str | None = None
-    ) -> str | ToolResult:
-        """Scroll the mouse wheel at a point.
-
-        Args:
-            coordinate: [x, y] where to scroll
-            scroll_direction: "up" | "down" | "left" | "right"
-            scroll_amount: How many wheel clicks
-            text: Modifier keys held during the action (e.g. "shift", "ctrl+shift")
-        """
-        direction = scroll_direction.strip().lower()
-        if direction not in SCROLL_DIRECTIONS:
-            raise ToolError(f"scroll_direction must be one of {', '.join(SCROLL_DIRECTIONS)}; got {scroll_direction!r}")
-        if not 0 <= scroll_amount <= MAX_SCROLL:
-            raise ToolError(f"scroll_amount must be between 0 and {MAX_SCROLL}, got {scroll_amount}")
-        x, y = self._px(coordinate)
-        await self.desktop.scroll(x, y, direction, scroll_amount, text)
-        return await self._done(f"Scrolled {direction} {scroll_amount} at ({coordinate[0]},{coordinate[1]})")
-
-    @tool(name="type")
-    async def type_text(self, text: str) -> str | ToolResult:
-        """Type text with the keyboard, as if typed by a person ("\\n" presses Enter).
-
-        Args:
-            text: The text to type.
-        """
-        if len(text) > MAX_TYPE:
-            raise ToolError(f"text is too long ({len(text)} characters, at most {MAX_TYPE} per call)")
-        await self.desktop.type_text(text)
-        return await self._done(f"Typed {len(text)} chars")
-
-    @tool
-    async def key(self, keys: str) -> str | ToolResult:
-        """Press a key or a key combination.
-
-        Args:
-            keys: Key or combo, X key names. e.g. "enter", "ctrl+s", "Page_Down"
-        """
-        await self.desktop.key(keys)
-        return await self._done(f"Pressed {keys}")
-
-    @tool
-    async def hold_key(self, keys: str, duration: float) -> str | ToolResult:
-        """Hold a key or combination down for some seconds.
-
-        Args:
-            keys: Key or combo, X key names. e.g. "shift", "ctrl+a"
-            duration: Seconds to hold (at most 10).
-        """
-        if not 0 <= duration <= MAX_HOLD:
-            raise ToolError(f"duration must be between 0 and {MAX_HOLD:g} seconds, got {duration}")
-        await self.desktop.hold_key(keys, duration)
-        return await self._done(f"Held {keys} for {duration:g}s")
-
-    @tool
-    async def wait(self, duration: float) -> str | ToolResult:
-        """Wait, to let the screen settle or a program finish.
-
-        Args:
-            duration: Seconds to wait (at most 60).
-        """
-        if not 0 <= duration <= MAX_WAIT:
-            raise ToolError(f"duration must be between 0 and {MAX_WAIT:g} seconds, got {duration}")
-        await asyncio.sleep(duration)
-        self.desktop.require_alive()
-        return await self._done(f"Waited {duration:g}s")
-
-    @tool
-    async def terminate(self, status: str) -> ToolResult:
-        """End the episode. The desktop is then checked: the reward comes from what it shows, not the status.
-
-        Args:
-            status: "success" or "failure"
-        """
-        if status not in ("success", "failure"):
-            raise ToolError(f'status must be "success" or "failure", got {status!r}')
-        self.terminate_status = status
-        self.verdict = await verify(self)
-        return ToolResult.of(
-            f"Episode terminated: {status}", done=True, info={"terminate_status": status, "success": self.verdict}
-        )
-
-    @tool
-    async def run_command(self, command: str) -> str:
-        """Run a shell command on the desktop machine (in the home directory) and return its output.
-
-        Args:
-            command: A bash command line; it is killed after 60 s.
-        """
-        result = await self.desktop.shell(command, timeout=60)
-        output = result.stdout
-        if result.timed_out:
-            output += "\n(killed after 60 s)"
-        elif result.returncode != 0:
-            output += f"\nSTDERR: {result.stderr}" if result.stderr else f"\n(exit code {result.returncode})"
-        return output if output.strip() else "(no output)"

@@ -40,7 +40,7 @@ from omnienv.core import (
     tool,
 )
 from omnienv.envs.jupyter.answers import answers_match
-from omnienv.envs.jupyter.tasks import build, jupyter_tasks
+from omnienv.envs.jupyter.tasks import Built, build, jupyter_tasks
 from omnienv.sandboxes.cells import CellOutput, CodeSandbox
 
 __all__ = ["Jupyter", "NotebookCell"]
@@ -165,16 +165,28 @@ class Jupyter(AsyncEnvironment):
         from omnienv.sandboxes.jupyter import open_code_sandbox
 
         await self.teardown()
-        task = task or rng.choice(jupyter_tasks("train"))
-        built = build(task.data["family"], task.data["variant"])
+        built = self._built(task, rng)
         self.cells, self.submitted, self.calls = [], None, 0
         self.sandbox = await open_code_sandbox(self.backend, pool=self.pool)
         for name, data in built.files.items():
             await self.sandbox.write_file(name, data)
+        return self._prompt(built, self.sandbox.work_dir)
+
+    def render_prompt(self, task: Task | None, rng: random.Random) -> str:
+        """The prompt follows from the task (and the backend's working directory): datasets render it
+        without a kernel."""
+        from omnienv.sandboxes.jupyter import code_sandbox_work_dir
+
+        return self._prompt(self._built(task, rng), code_sandbox_work_dir(self.backend))
+
+    @staticmethod
+    def _built(task: Task | None, rng: random.Random) -> Built:
+        task = task or rng.choice(jupyter_tasks("train"))
+        return build(task.data["family"], task.data["variant"])
+
+    def _prompt(self, built: Built, work_dir: str) -> str:
         files = f"\nFiles in the working directory: {', '.join(sorted(built.files))}\n" if built.files else ""
-        return PROMPT.format(
-            work_dir=self.sandbox.work_dir, timeout=self.cell_timeout, question=built.question, files=files
-        )
+        return PROMPT.format(work_dir=work_dir, timeout=self.cell_timeout, question=built.question, files=files)
 
     async def teardown(self) -> None:
         sandbox, self.sandbox = self.sandbox, None

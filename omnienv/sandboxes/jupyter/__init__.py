@@ -24,7 +24,7 @@ or one that could not start, is an infrastructure failure (:class:`KernelDiedErr
 from omnienv.sandboxes.jupyter.errors import KernelDiedError, SandboxStartError
 from omnienv.sandboxes.jupyter.kernel import KERNEL_ENV, SandboxedKernel
 from omnienv.sandboxes.jupyter.pool import KernelPool, default_pool, sweep_stale
-from omnienv.sandboxes.jupyter.session import JupyterSandbox, open_code_sandbox
+from omnienv.sandboxes.jupyter.session import JupyterSandbox, code_sandbox_work_dir, open_code_sandbox
 
 __all__ = [
     "KERNEL_ENV",
@@ -33,6 +33,7 @@ __all__ = [
     "KernelPool",
     "SandboxStartError",
     "SandboxedKernel",
+    "code_sandbox_work_dir",
     "default_pool",
     "open_code_sandbox",
     "sweep_stale",

@@ -16,7 +16,7 @@ import contextlib
 import os
 import queue
 import weakref
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from omnienv.core import AgentCausedEnd
 from omnienv.sandboxes.bubblewrap import HOME
@@ -28,7 +28,10 @@ from omnienv.sandboxes.jupyter.inkernel.shell import NAME as SHELL_HELPER
 from omnienv.sandboxes.jupyter.kernel import SandboxedKernel
 from omnienv.sandboxes.jupyter.pool import KernelPool, default_pool
 
-__all__ = ["JupyterSandbox", "open_code_sandbox"]
+if TYPE_CHECKING:
+    from omnienv.sandboxes.e2b import E2BSandbox
+
+__all__ = ["JupyterSandbox", "code_sandbox_work_dir", "open_code_sandbox"]
 
 INTERRUPT_GRACE = 3.0
 """How long an interrupted cell has to stop before the episode ends."""
@@ -113,7 +116,7 @@ class JupyterSandbox:
             while True:
                 msg = await client.get_shell_msg(timeout=timeout)
                 if msg["parent_header"].get("msg_id") == msg_id:
-                    return msg  # type: ignore[no-any-return]
+                    return msg
         return None
 
     # -- execution ----------------------------------------------------------------------------
@@ -250,17 +253,29 @@ class JupyterSandbox:
         self.kernel.stop()
 
 
+def _backend(backend: str | None) -> type[JupyterSandbox] | type[E2BSandbox]:
+    backend = backend or os.environ.get("OMNIENV_CODE_SANDBOX", "local")
+    if backend == "local":
+        return JupyterSandbox
+    if backend == "e2b":
+        from omnienv.sandboxes.e2b import E2BSandbox
+
+        return E2BSandbox
+    raise ValueError(f"unknown code sandbox backend '{backend}': use 'local' or 'e2b'")
+
+
+def code_sandbox_work_dir(backend: str | None = None) -> str:
+    """The working directory agents see in ``backend``'s sandboxes, known without opening one."""
+    return _backend(backend).work_dir
+
+
 async def open_code_sandbox(backend: str | None = None, *, pool: KernelPool | None = None) -> CodeSandbox:
     """A fresh code sandbox from ``backend``: ``"local"`` (the default) or ``"e2b"``.
 
     ``OMNIENV_CODE_SANDBOX`` picks the backend when none is given; E2B needs ``E2B_API_KEY``
     and the ``e2b-code-interpreter`` package, and is never chosen unless asked for.
     """
-    backend = backend or os.environ.get("OMNIENV_CODE_SANDBOX", "local")
-    if backend == "local":
+    chosen = _backend(backend)
+    if chosen is JupyterSandbox:
         return await JupyterSandbox.open(pool)
-    if backend == "e2b":
-        from omnienv.sandboxes.e2b import E2BSandbox
-
-        return await E2BSandbox.open()
-    raise ValueError(f"unknown code sandbox backend '{backend}': use 'local' or 'e2b'")
+    return await chosen.open()

@@ -8,9 +8,9 @@
   cgroup, an explicit environment, and the display's socket file bound in read-only, alone.
 - **Input and window facts** go through the host's own X connection
   (:mod:`~omnienv.sandboxes.xvfb.xclient`): XTEST and X-Resource, no process per action.
-- **Files** of the home directory (the sandbox's work dir) are read and written by the host
-  without following symlinks; the agent's commands go through pipes
-  (:mod:`~omnienv.sandboxes.xvfb.shell`).
+- **Files** of the home directory (the sandbox's work dir), and of the homes of their own that
+  some apps get (:mod:`~omnienv.sandboxes.xvfb.homes`), are read and written by the host without
+  following symlinks; the agent's commands go through pipes (:mod:`~omnienv.sandboxes.xvfb.shell`).
 
 A machine that cannot run bubblewrap cannot run a desktop: :meth:`XvfbDisplay.start` refuses with
 :class:`~omnienv.sandboxes.bubblewrap.SandboxUnavailableError`, never runs anything unsandboxed.
@@ -27,27 +27,17 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import IO, Any, TypeVar
 
 from omnienv.core.errors import AgentCausedEnd
 from omnienv.sandboxes.bubblewrap import HOME, Limits
-from omnienv.sandboxes.desktop import (
-    BUTTONS,
-    CLICK_SETTLE,
-    MODIFIERS,
-    SCROLL_BUTTONS,
-    App,
-    CommandResult,
-    DesktopSession,
-    DisplayError,
-    Window,
-    drag_path,
-    modifiers,
-    parse_keys,
-)
+from omnienv.sandboxes.desktop import App, CommandResult, DisplayError, Window
 from omnienv.sandboxes.sandbox import Sandbox
 from omnienv.sandboxes.xvfb.capture import Grabber
-from omnienv.sandboxes.xvfb.launch import AppLog, on_spawner, path_kind, program_pid, require_sandbox, running
+from omnienv.sandboxes.xvfb.homes import Homes
+from omnienv.sandboxes.xvfb.input import XInput
+from omnienv.sandboxes.xvfb.launch import AppLog, cpu_ticks, on_spawner, program_pid, require_sandbox, running
 from omnienv.sandboxes.xvfb.server import XServer, missing_programs
 from omnienv.sandboxes.xvfb.shell import SandboxShell
 from omnienv.sandboxes.xvfb.xclient import XClient, XConnectionLost
@@ -58,9 +48,12 @@ T = TypeVar("T")
 PREFIX = "omnienv-desktop-"
 X_TIMEOUT = 30.0
 """Seconds an X request may take; past that a client on the display holds the server (XGrabServer)."""
-MULTI_CLICK_GAP = 0.03
 READ_LIMIT = 16 * 1024 * 1024
-TYPE_CHUNK = 256
+QUIET = 0.15
+"""Seconds without CPU use after which a starting app counts as ready."""
+LAUNCHERS = "/usr/share/applications"
+"""Hidden from apps with a home of their own: through these entries an app's "open with" or a
+link it follows starts any program (a terminal) in the app's sandbox, with the app's home."""
 SYSTEM_CONFIG = ("/etc/X11", "/etc/xdg", "/var/cache/fontconfig")
 """Read-only in every sandbox when present: app defaults (xcalc's keys, xterm's menus), openbox's rc
 and menu, and the font cache (without it every app rescans the fonts: a third of a second)."""
@@ -79,7 +72,7 @@ class DisplaySpec:
     """The session sandbox's limits (memory, processes, CPU, work-dir size); None for the defaults."""
 
 
-class XvfbDisplay(DesktopSession):
+class XvfbDisplay(XInput):
     """One display: its X server, its sandbox (home = the sandbox's work dir) and what runs there."""
 
     def __init__(self, spec: DisplaySpec, sandbox: Sandbox, server: XServer) -> None:
@@ -93,7 +86,9 @@ class XvfbDisplay(DesktopSession):
         self._grabber = Grabber(server.name)
         self._log = AppLog()
         self._shell = SandboxShell(self._start_shell)
-        self._settle_until = 0.0
+        self.homes = Homes(sandbox.work_dir, sandbox.run_dir / "homes")
+        self._no_launchers = sandbox.run_dir / "no-launchers"
+        self._no_launchers.mkdir()
         self._stuck = False
         # X calls run on the display's own thread, not the loop's default pool: a call stuck behind a
         # client's XGrabServer must hold up neither other sessions nor the loop's shutdown.
@@ -109,6 +104,7 @@ class XvfbDisplay(DesktopSession):
             "TERM": "xterm",
             "SHELL": "/bin/bash",
             "PATH": "/usr/local/bin:/usr/bin:/bin",
+            "NO_AT_BRIDGE": "1",  # GTK apps: no accessibility bus to look for (there is no D-Bus)
         }
         (sandbox.run_dir / "passwd").write_text("user:x:1000:1000::/home/user:/bin/bash\n")
         (sandbox.run_dir / "group").write_text("user:x:1000:\n")
@@ -162,17 +158,28 @@ class XvfbDisplay(DesktopSession):
         *,
         stdin: int | IO[Any] | None = subprocess.DEVNULL,
         stdout: int | IO[Any] | None = None,
+        own_home: Path | None = None,
     ) -> subprocess.Popen[bytes]:
-        """Start ``argv`` in the session's sandbox, on this display (the only way anything starts)."""
+        """Start ``argv`` in the session's sandbox, on this display (the only way anything starts).
+
+        With ``own_home`` (a directory of :attr:`homes`), that directory is the program's home
+        instead of the session's, and the system's app launchers are hidden from it.
+        """
         if not self.alive():
             raise DisplayError(f"display {self.name} is gone")
+        files, binds = list(self._files), []
+        if own_home is not None:
+            binds.append((str(own_home), HOME))
+            if os.path.isdir(LAUNCHERS):
+                files.append((str(self._no_launchers), LAUNCHERS))
         try:
             return on_spawner(
                 lambda: self.sandbox.spawn(
                     list(argv),
                     env=self.env,
                     read_only=self._read_only,
-                    files=self._files,
+                    files=files,
+                    binds=binds,
                     stdin=stdin,
                     stdout=self._log.write_fd if stdout is None else stdout,
                     stderr=self._log.write_fd,
@@ -257,75 +264,6 @@ class XvfbDisplay(DesktopSession):
                 reason="display_connection_killed",
             ) from exc
 
-    async def _settle(self) -> None:
-        wait = self._settle_until - time.monotonic()
-        if wait > 0:
-            await asyncio.sleep(wait)
-
-    # -- input -----------------------------------------------------------------------------------
-
-    async def click(self, x: int, y: int, button: str = "left", repeat: int = 1, held: str | None = None) -> None:
-        mods = [MODIFIERS[m] for m in modifiers(held)]
-        code = BUTTONS[button]
-        for index in range(repeat):
-            if index:
-                await asyncio.sleep(MULTI_CLICK_GAP)
-            await self._blocking(self.x.buttons, [(code, True), (code, False)], (x, y), mods)
-        self._settle_until = time.monotonic() + CLICK_SETTLE
-
-    async def move(self, x: int, y: int) -> None:
-        await self._blocking(self.x.move, x, y)
-
-    async def mouse_button(self, pressed: bool, at: tuple[int, int] | None = None) -> None:
-        await self._blocking(self.x.buttons, [(1, pressed)], at)
-        self._settle_until = time.monotonic() + CLICK_SETTLE
-
-    async def drag(self, start: tuple[int, int], end: tuple[int, int], held: str | None = None) -> None:
-        """Press, move in steps, release: window managers and apps start a drag on motion past a threshold."""
-        words = modifiers(held)
-        held_combos = parse_keys(" ".join(words)) if words else []  # each modifier pressed as a key
-        if held_combos:
-            await self._blocking(self.x.press_combos, held_combos, True, False)
-        try:
-            await self._blocking(self.x.buttons, [(1, True)], start)
-            await asyncio.sleep(0.05)
-            for point in drag_path(start, end):
-                await self._blocking(self.x.move, *point)
-                await asyncio.sleep(0.02)
-            await asyncio.sleep(0.05)
-        finally:
-            await self._blocking(self.x.buttons, [(1, False)])
-            if held_combos:
-                await self._blocking(self.x.press_combos, list(reversed(held_combos)), False, True)
-        self._settle_until = time.monotonic() + CLICK_SETTLE
-
-    async def scroll(self, x: int, y: int, direction: str, amount: int, held: str | None = None) -> None:
-        mods = [MODIFIERS[m] for m in modifiers(held)]
-        code = SCROLL_BUTTONS[direction]
-        await self._blocking(self.x.buttons, [(code, True), (code, False)] * amount, (x, y), mods)
-
-    async def type_text(self, text: str) -> None:
-        await self._settle()
-        for start in range(0, len(text), TYPE_CHUNK):
-            await self._blocking(self.x.type_text, text[start : start + TYPE_CHUNK])
-
-    async def key(self, keys: str) -> None:
-        combos = parse_keys(keys)
-        await self._settle()
-        await self._blocking(self.x.press_combos, combos)
-
-    async def hold_key(self, keys: str, seconds: float) -> None:
-        combos = parse_keys(keys)
-        await self._settle()
-        await self._blocking(self.x.press_combos, combos, True, False)
-        try:
-            await asyncio.sleep(seconds)
-        finally:
-            await self._blocking(self.x.press_combos, list(reversed(combos)), False, True)
-
-    async def cursor(self) -> tuple[int, int]:
-        return await self._blocking(self.x.pointer)
-
     def screenshot_png(self, level: int = 1) -> bytes:
         """Capture and encode at a fast zlib level (blocking, about a dozen milliseconds)."""
         self.require_alive()
@@ -345,13 +283,38 @@ class XvfbDisplay(DesktopSession):
         finally:
             cancelled.set()  # a cancelled call kills the shell instead of leaving it running
 
-    async def launch(self, command: str, name: str | None = None) -> App:
+    async def launch(self, command: str, name: str | None = None, *, own_home: bool = False) -> App:
         argv = shlex.split(command)
-        process = await asyncio.to_thread(self.spawn, argv)
+        app_name = name or argv[0]
+        home = self.homes.of(app_name) if own_home else None
+        process = await asyncio.to_thread(lambda: self.spawn(argv, own_home=home))
         pid = await asyncio.to_thread(program_pid, process)
-        app = App(name or argv[0], command, pid, process)
+        app = App(app_name, command, pid, process, own_home)
         self.apps[app.name] = app
         return app
+
+    async def wait_settled(self, name: str, timeout: float = 10.0) -> None:
+        """Poll until the app has used no CPU for :data:`QUIET` seconds: it has drawn its window and
+        waits for input (a spreadsheet loading its document is busy for a second)."""
+        app = self.apps.get(name)
+        if app is None or app.pid is None:
+            return
+        deadline = time.monotonic() + timeout
+        used, quiet_since = cpu_ticks(app.pid), time.monotonic()
+        while time.monotonic() < deadline and used is not None:
+            await asyncio.sleep(0.02)
+            now = cpu_ticks(app.pid)
+            if now != used:
+                used, quiet_since = now, time.monotonic()
+            elif time.monotonic() - quiet_since >= QUIET:
+                return
+
+    async def place(self, name: str, x: int, y: int, width: int, height: int) -> None:
+        windows = await self.app_windows(name)
+        if not windows:
+            raise DisplayError(f"the app {name!r} shows no window to place")
+        await self._blocking(self.x.configure, windows[0].id, x, y, width, height)
+        await self.wait_placed(name, x, y, width)
 
     async def app_alive(self, name: str) -> bool:
         app = self.apps.get(name)
@@ -380,13 +343,13 @@ class XvfbDisplay(DesktopSession):
             return None
         return await self._blocking(self.x.selection, lambda pid: app is None or pid == app.pid)
 
-    # -- files of the home directory, never through a symlink ---------------------------------
+    # -- files of the homes, never through a symlink ------------------------------------------
 
-    async def read_file(self, path: str) -> bytes | None:
-        return self.sandbox.read_work_file(path, READ_LIMIT)
+    async def read_file(self, path: str, app: str | None = None) -> bytes | None:
+        return self.homes.read(app, path, READ_LIMIT)
 
-    async def write_file(self, path: str, data: bytes) -> None:
-        self.sandbox.write_work_file(path, data)
+    async def write_file(self, path: str, data: bytes, app: str | None = None) -> None:
+        self.homes.write(app, path, data)
 
-    async def path_kind(self, path: str) -> str | None:
-        return path_kind(self.home, path)
+    async def path_kind(self, path: str, app: str | None = None) -> str | None:
+        return self.homes.kind(app, path)

@@ -4,18 +4,15 @@ from __future__ import annotations
 
 import contextlib
 import os
-import stat
 import subprocess
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import TypeVar
 
-from omnienv.sandboxes.bubblewrap import HOME
 from omnienv.sandboxes.sandbox import preflight
 
-__all__ = ["AppLog", "on_spawner", "path_kind", "program_pid", "require_sandbox", "running"]
+__all__ = ["AppLog", "cpu_ticks", "on_spawner", "program_pid", "require_sandbox", "running"]
 
 T = TypeVar("T")
 
@@ -73,6 +70,16 @@ def running(pid: int | None) -> bool:
         return False
 
 
+def cpu_ticks(pid: int) -> int | None:
+    """The CPU time a process has used so far (user + system, in clock ticks), None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return int(fields[11]) + int(fields[12])
+
+
 def program_pid(process: subprocess.Popen[bytes], timeout: float = 5.0) -> int | None:
     """The host pid of the program bwrap runs (bwrap -> its pid 1 -> the program), once it exists."""
     deadline = time.monotonic() + timeout
@@ -83,27 +90,3 @@ def program_pid(process: subprocess.Popen[bytes], timeout: float = 5.0) -> int |
             return program
         time.sleep(0.001)
     return None
-
-
-def path_kind(work_dir: Path, path: str) -> str | None:
-    """What ``path`` names under ``work_dir``, walking each component with ``O_NOFOLLOW``."""
-    parts = [part for part in path.removeprefix(HOME).split("/") if part not in ("", ".")]
-    if not parts or ".." in parts:
-        return None
-    try:
-        fd = os.open(work_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-    except OSError:
-        return None
-    try:
-        for part in parts[:-1]:
-            next_fd = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
-            os.close(fd)
-            fd = next_fd
-        mode = os.stat(parts[-1], dir_fd=fd, follow_symlinks=False).st_mode
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    if stat.S_ISLNK(mode):
-        return "symlink"
-    return "dir" if stat.S_ISDIR(mode) else "file" if stat.S_ISREG(mode) else "other"

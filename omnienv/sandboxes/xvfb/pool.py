@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 from omnienv.sandboxes.desktop import DisplayError
@@ -27,6 +28,14 @@ from omnienv.sandboxes.xvfb.display import PREFIX, DisplaySpec, XvfbDisplay
 DEFAULT_SPEC = DisplaySpec()
 
 __all__ = ["DisplayPool", "shared_pool"]
+
+
+@dataclass(slots=True)
+class _Claim:
+    """What a cancelled ``take`` and its worker thread agree on: who reaps the display."""
+
+    abandoned: bool = False
+    display: XvfbDisplay | None = None
 
 
 class DisplayPool:
@@ -73,24 +82,24 @@ class DisplayPool:
         display = self._pool.try_acquire()
         if display is not None:
             return display
-        lock, claim = threading.Lock(), {"abandoned": False, "display": None}
+        lock, claim = threading.Lock(), _Claim()
 
         def acquire() -> XvfbDisplay:
             taken = self._pool.acquire()
             with lock:
-                if claim["abandoned"]:
+                if claim.abandoned:
                     self.release(taken)
                 else:
-                    claim["display"] = taken
+                    claim.display = taken
             return taken
 
         try:
             return await asyncio.to_thread(acquire)
         except asyncio.CancelledError:
             with lock:
-                claim["abandoned"] = True
-                taken = claim["display"]
-            if isinstance(taken, XvfbDisplay):
+                claim.abandoned = True
+                taken = claim.display
+            if taken is not None:
                 self.release(taken)
             raise
 

@@ -11,3 +11,5 @@ every limit again on its side (see :mod:`omnienv.sandboxes.jupyter.channels`).
 - :mod:`.output`: bounds on every message the kernel sends (streams, results, displays, errors);
 - :mod:`.shell`: the helper behind the ``execute_shell_command`` tool.
 """
+
+__all__: list[str] = []

@@ -70,7 +70,7 @@ def main(config: dict[str, Any]) -> None:
 
     app = IPKernelApp.instance()
     # parent_handle=1: no parent poller (the lifeline does that) and no console banner.
-    app.initialize(["-f", config["connection_file"], "--IPKernelApp.parent_handle=1"])  # type: ignore[no-untyped-call]
+    app.initialize(["-f", config["connection_file"], "--IPKernelApp.parent_handle=1"])
     output.install(app, config["limits"])
     shell.install(app.shell)
     for name in config.get("preload", ()):
@@ -78,7 +78,7 @@ def main(config: dict[str, Any]) -> None:
     _silence_echo()
     os.write(config["ready"], b"1")
     os.close(config["ready"])
-    app.start()  # type: ignore[no-untyped-call]
+    app.start()
 
 
 if __name__ == "__main__":
