@@ -31,12 +31,18 @@ class ImageBlock:
     mime_type: str = "image/png"
     type: Literal["image"] = "image"
 
+    @property
+    def base64(self) -> str:
+        """The bytes as base64 text, as every JSON transport carries them."""
+        return base64.b64encode(self.data).decode("ascii")
+
+    @property
+    def data_url(self) -> str:
+        """``data:<mime>;base64,...``: how chat APIs take an inline image."""
+        return f"data:{self.mime_type};base64,{self.base64}"
+
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "type": "image",
-            "data": base64.b64encode(self.data).decode("ascii"),
-            "mime_type": self.mime_type,
-        }
+        return {"type": "image", "data": self.base64, "mime_type": self.mime_type}
 
 
 Block: TypeAlias = TextBlock | ImageBlock

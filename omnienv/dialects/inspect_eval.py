@@ -13,7 +13,6 @@ infrastructure failed is left unscored (the scorer returns None), so it never co
 
 from __future__ import annotations
 
-import base64
 from typing import Any
 
 from inspect_ai import Task
@@ -122,6 +121,5 @@ def _content(observation: Observation) -> list[Any]:
         if isinstance(block, TextBlock):
             parts.append(ContentText(text=block.text))
         elif isinstance(block, ImageBlock):
-            data = base64.b64encode(block.data).decode("ascii")
-            parts.append(ContentImage(image=f"data:{block.mime_type};base64,{data}"))
+            parts.append(ContentImage(image=block.data_url))
     return parts

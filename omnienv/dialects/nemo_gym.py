@@ -22,7 +22,6 @@ in ``OMNIENV_NEMO_GYM_SECRET``, e.g. for several workers behind one address).
 
 from __future__ import annotations
 
-import base64
 import logging
 import os
 import secrets
@@ -139,11 +138,7 @@ def _block_output(blocks: Sequence[Block], is_error: bool) -> dict[str, Any]:
     """A tool's reply body: the text under ``output`` (what NeMo agents pass to the model)."""
     texts = [block.text for block in blocks if isinstance(block, TextBlock)]
     out: dict[str, Any] = {"output": "\n".join(texts)}
-    images = [
-        {"data": base64.b64encode(block.data).decode("ascii"), "mime_type": block.mime_type}
-        for block in blocks
-        if isinstance(block, ImageBlock)
-    ]
+    images = [{"data": block.base64, "mime_type": block.mime_type} for block in blocks if isinstance(block, ImageBlock)]
     if images:
         out["images"] = images
     if is_error:

@@ -6,7 +6,6 @@ starts exactly the episode whose prompt the row shows; rows never carry the answ
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -40,7 +39,7 @@ def _input_content(blocks: Sequence[Block]) -> str | list[dict[str, Any]]:
         if isinstance(block, TextBlock):
             parts.append({"type": "input_text", "text": block.text})
         else:
-            url = f"data:{block.mime_type};base64,{base64.b64encode(block.data).decode('ascii')}"
+            url = block.data_url
             parts.append({"type": "input_image", "image_url": url, "detail": "auto"})
     return parts
 

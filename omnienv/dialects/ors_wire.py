@@ -6,7 +6,6 @@ ORS client expects a reply to look, and which of our sessions a request reaches.
 
 from __future__ import annotations
 
-import base64
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
@@ -53,7 +52,7 @@ def ors_blocks(blocks: Sequence[Block]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for block in blocks:
         if isinstance(block, ImageBlock):
-            data = base64.b64encode(block.data).decode("ascii")
+            data = block.base64
             out.append({"type": "image", "data": data, "mimeType": block.mime_type, "detail": None})
         elif isinstance(block, TextBlock):
             out.append({"type": "text", "text": block.text, "detail": None})

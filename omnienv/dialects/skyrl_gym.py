@@ -32,7 +32,8 @@ try:
 except ImportError as exc:  # the framework is an optional extra
     raise ImportError(f"{__name__} needs skyrl-gym: pip install 'omnienv[skyrl]'") from exc
 
-from omnienv.core import EnvironmentBase, Task, load_environment
+from omnienv.core import EnvironmentBase, ImageBlock, Task, load_environment
+from omnienv.core.text_actions import TextTurn
 from omnienv.dialects._text import EnvLike, TextSession, prompt_text
 
 __all__ = ["SkyRLTextEnv", "dataset_rows", "register"]
@@ -84,7 +85,7 @@ class SkyRLTextEnv(BaseTextEnv):
             metadata["failure"] = turn.failure.to_dict()
         done = turn.over
         return BaseTextEnvStepOutput(
-            observations=[] if done else [{"role": "user", "content": turn.text}],
+            observations=[] if done else [{"role": "user", "content": _content(turn)}],
             reward=None if turn.failure is not None else float(turn.reward),
             done=done,
             metadata=metadata,
@@ -149,3 +150,11 @@ def _row(
         "extra_info": {"task_id": task.id, "seed": seed},
         **({"max_turns": max_turns} if max_turns is not None else {}),
     }
+
+
+def _content(turn: TextTurn) -> str | list[dict[str, Any]]:
+    """The turn's text, or with images the OpenAI multimodal parts SkyRL's chat templates read."""
+    if not turn.images:
+        return turn.text
+    images = [{"type": "image_url", "image_url": {"url": b.data_url}} for b in turn.images if isinstance(b, ImageBlock)]
+    return [{"type": "text", "text": turn.text}, *images]

@@ -16,7 +16,6 @@ episode (:class:`EndEpisode`): the model has stopped acting.
 
 from __future__ import annotations
 
-import base64
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -125,7 +124,7 @@ class ChatPolicy:
             if isinstance(block, TextBlock):
                 parts.append({"type": text_type, "text": block.text})
             elif isinstance(block, ImageBlock):
-                url = f"data:{block.mime_type};base64,{base64.b64encode(block.data).decode('ascii')}"
+                url = block.data_url
                 parts.append({"type": image_type, "image_url": url if image_type == "input_image" else {"url": url}})
         return parts
 

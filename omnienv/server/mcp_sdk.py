@@ -12,7 +12,6 @@ MCP to should not pay for it at start-up.
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import importlib
 import logging
@@ -49,7 +48,7 @@ def tool_result(result: StepResult) -> Any:
     content: list[Any] = []
     for block in result.observation.content:
         if isinstance(block, ImageBlock):
-            data = base64.b64encode(block.data).decode("ascii")
+            data = block.base64
             content.append(types.ImageContent(data=data, mime_type=block.mime_type))
         elif isinstance(block, TextBlock):
             content.append(types.TextContent(text=block.text))

@@ -6,7 +6,7 @@ import random
 from collections.abc import Mapping
 from typing import ClassVar
 
-from omnienv.core import AsyncEnvironment, Environment, Rubric, Task, ToolResult, tool
+from omnienv.core import AsyncEnvironment, Environment, ImageBlock, Rubric, Task, ToolResult, tool
 
 
 def reached(env: Counter | AsyncCounter) -> float:
@@ -64,3 +64,24 @@ class AsyncCounter(AsyncEnvironment):
         """
         self.total += n
         return ToolResult.of(f"total {self.total}", done=self.total >= self.target)
+
+
+PNG = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c6360f8cfc0f01f0005000201d2b7d5f50000000049454e44ae426082"
+)
+"""A 1x1 PNG: what a screenshot tool returns, small enough to compare byte for byte."""
+
+
+class Snapshot(Environment):
+    """A tool that answers with an image, as a desktop's screenshot does."""
+
+    max_turns = 3
+
+    def setup(self, task: Task | None, rng: random.Random) -> str:
+        return "Look at the screen."
+
+    @tool
+    def look(self) -> ToolResult:
+        """Take a screenshot."""
+        return ToolResult.of([ImageBlock(PNG), "a 1x1 screen"])

@@ -38,6 +38,11 @@ def test_empty_prompt_gets_tools_and_the_env_prompt(lines: list[dict]) -> None:
     assert empty["meta"]["task_id"] == "test/0003"
 
 
+def test_an_image_reaches_the_model_as_an_image_part(lines: list[dict]) -> None:
+    (image,) = by_kind(lines, "image")
+    assert image["parts"] == ["text", "image_url"] and image["png"] is True
+
+
 def test_failure_ends_the_episode_flagged(lines: list[dict]) -> None:
     (failure,) = by_kind(lines, "failure")
     assert failure["done"] and failure["reward"] is None  # no reward for a void episode, never 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 
 import skyrl_gym
@@ -9,7 +10,7 @@ from skyrl_gym.envs.base_text_env import BaseTextEnv
 
 from omnienv.dialects.skyrl_gym import SkyRLTextEnv, dataset_rows, register
 from omnienv.envs.wordle.solver import next_guess, read_marks
-from tests.dialects.envs import Counter
+from tests.dialects.envs import PNG, Counter, Snapshot
 
 
 def play(row: dict) -> dict:
@@ -56,6 +57,13 @@ def main() -> None:
             }
         )
     )
+    # An image a tool returns reaches the model as an image part of the observation.
+    viewer = SkyRLTextEnv({}, {"max_turns": 3}, env=Snapshot)
+    viewer.init([])
+    seen = viewer.step('<tool_call>{"name": "look", "arguments": {}}</tool_call>')["observations"][0]["content"]
+    parts = [part["type"] for part in seen] if isinstance(seen, list) else "text only"
+    url = next((part["image_url"]["url"] for part in seen if part["type"] == "image_url"), "") if parts else ""
+    print(json.dumps({"kind": "image", "parts": parts, "png": base64.b64decode(url.split(",", 1)[-1]) == PNG}))
     # A crash ends the episode and is flagged, never scored.
     crash = SkyRLTextEnv({}, {"max_turns": 5}, env=Counter)
     crash.init([])
