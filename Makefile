@@ -9,12 +9,12 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha256sum | cut -c1-12)
 install: system-deps $(STAMP)
 
 # System packages the sandboxes need, installed when missing: bubblewrap (Jupyter kernels);
-# Xvfb, xdotool, wmctrl, openbox and small X apps (desktop sessions).
+# Xvfb, xdotool, wmctrl, openbox, small X apps, Gnumeric and PCManFM (desktop sessions).
 .PHONY: system-deps
 system-deps:
 	@command -v bwrap >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq --no-install-recommends bubblewrap; }
-	@(for c in Xvfb xdotool wmctrl openbox xterm xedit xcalc xclock xwd; do command -v $$c >/dev/null 2>&1 || exit 1; done) \
-		|| { apt-get update -qq && apt-get install -y -qq --no-install-recommends xvfb xdotool wmctrl openbox xterm x11-apps; }
+	@(for c in Xvfb xdotool wmctrl openbox xterm xedit xcalc xclock xwd gnumeric ssconvert pcmanfm; do command -v $$c >/dev/null 2>&1 || exit 1; done) \
+		|| { apt-get update -qq && apt-get install -y -qq --no-install-recommends xvfb xdotool wmctrl openbox xterm x11-apps gnumeric pcmanfm; }
 	@# Chromium for the browser tests of the /ui pages (Playwright drives it; no browser download)
 	@command -v chromium >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium; }
 
@@ -32,11 +32,13 @@ SOURCES := omnienv omnienv_verifiers tests benchmarks examples scripts
 test: install
 	$(BIN)/ruff check $(SOURCES)
 	$(BIN)/ruff format --check $(SOURCES)
+	$(BIN)/mypy
 	$(BIN)/pytest -q
 
 lint: install
 	$(BIN)/ruff check $(SOURCES)
 	$(BIN)/ruff format --check $(SOURCES)
+	$(BIN)/mypy
 
 bench: install
 	$(BIN)/python benchmarks/inprocess.py
