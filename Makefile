@@ -33,7 +33,7 @@ test: install
 	$(BIN)/ruff check $(SOURCES)
 	$(BIN)/ruff format --check $(SOURCES)
 	$(BIN)/mypy
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q --cov=omnienv --cov-report=term-missing:skip-covered --cov-fail-under=88
 
 lint: install
 	$(BIN)/ruff check $(SOURCES)
