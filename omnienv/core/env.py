@@ -51,6 +51,10 @@ FAILED_OBSERVATION = Observation.of(
 )
 
 
+def _observation(prompt: Prompt) -> Observation:
+    return prompt if isinstance(prompt, Observation) else Observation(as_blocks(prompt))
+
+
 def _snake(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
@@ -143,13 +147,11 @@ class EnvironmentBase:
         environment cannot know it without one (see :meth:`render_prompt`)."""
         chosen = self.task_index().choose(task, seed, split)
         prompt = self.render_prompt(chosen, random.Random(seed))
-        if prompt is None:
-            return None
-        return prompt if isinstance(prompt, Observation) else Observation(as_blocks(prompt))
+        return None if prompt is None else _observation(prompt)
 
     def _finish_reset(self, episode: EpisodeLedger, prompt: Prompt) -> Observation:
         self._episode = episode
-        return prompt if isinstance(prompt, Observation) else Observation(as_blocks(prompt))
+        return _observation(prompt)
 
     def _require_active(self) -> EpisodeLedger:
         episode = self._require_episode()
