@@ -104,11 +104,13 @@ def test_other_modes_win(endpoint: str, mode: str) -> None:
 def test_flaky_endpoint_is_retried(tmp_path: Path) -> None:
     # Played one request at a time, no three request numbers in a row are multiples of 3 or 5,
     # so every request succeeds within its 3 retries: each failure here is a retry bug.
-    faults = Faults(error_every=3, stall_every=5, stall_s=3.0)
+    # The timeout sits well above one reply's cost (the solver, slower under coverage) and well
+    # below a stall, so only the stalled requests time out.
+    faults = Faults(error_every=3, stall_every=5, stall_s=6.0)
     with running(create_app(wordle_responder, faults=faults)) as url:
 
         def policy() -> ChatPolicy:
-            return ChatPolicy("scripted", Wordle.tools, base_url=f"{url}/v1", max_retries=3, timeout_s=0.5)
+            return ChatPolicy("scripted", Wordle.tools, base_url=f"{url}/v1", max_retries=3, timeout_s=2.0)
 
         summary = rollout(Wordle, policy, plan_episodes(Wordle, 6, "test"), concurrency=1)
     assert summary.failures == 0 and summary.success_rate == 1.0
