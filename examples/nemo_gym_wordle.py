@@ -61,7 +61,7 @@ async def play(url: str, rows: list[dict[str, Any]]) -> None:
                 },
                 {"type": "function_call_output", "call_id": f"c{len(history)}", "output": body},
             ]
-            marks = read_marks(json.loads(body)["output"])
+            marks = read_marks(body)  # the body is the observation text itself
             assert marks is not None, body
             history.append(marks)
         response = {

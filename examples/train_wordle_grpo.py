@@ -204,12 +204,6 @@ def main() -> None:
         train_dataset = interleave_datasets([first, second])
 
     if args.tiny:
-        """Prints each finished episode: what the environment answered to the model, and the reward.
-
-        ``_call`` is where every tool call passes; as a private name, TRL does not offer it as a tool.
-        """
-
-    if args.tiny:
         torch.set_num_threads(1)  # a tiny model gains nothing from threads, and loses a lot on a busy CPU
         model_dir = args.tiny_dir or args.output_dir / "tiny-model"
         if not (model_dir / "config.json").exists():

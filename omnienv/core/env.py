@@ -69,6 +69,9 @@ class EnvironmentBase:
     rubric: ClassVar[Rubric | None] = None
     blocking: ClassVar[bool] = True
     """False when every call is fast and CPU-light, so servers may run it on the event loop."""
+    shows_images: ClassVar[bool] = False
+    """True when tools return images (a desktop's screenshots): dialects whose observation shape
+    is fixed before the first step (Gymnasium's spaces) choose a multimodal one."""
     tools: ClassVar[Mapping[str, ToolSpec]] = {}
     text_actions: ClassVar[Mapping[str, str | None]] = {}
     """Tag grammar for text-only models: ``{"guess": "word"}`` reads ``<guess>X</guess>`` as
@@ -228,6 +231,8 @@ class EnvironmentBase:
             episode.truncated or episode.failure is not None,
             episode.task.id if episode.task else None,
             self.state_fields(),
+            episode.final_reward,
+            episode.failure,
         )
 
     @classmethod

@@ -179,20 +179,29 @@ class State:
     truncated: bool = False
     task_id: str | None = None
     fields: dict[str, Any] = field(default_factory=dict)
+    reward: float | None = None
+    """The episode's reward to train on: None while it runs, and when it failed (mask it). Agents
+    on an agent-only server never see state; the operator reads the score here."""
+    failure: Failure | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data = {
             "episode_id": self.episode_id,
             "step_count": self.step_count,
             "done": self.done,
             "truncated": self.truncated,
             "task_id": self.task_id,
             **self.fields,
+            "reward": self.reward,
         }
+        if self.failure is not None:
+            data["failure"] = self.failure.to_dict()
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> State:
-        known = {"episode_id", "step_count", "done", "truncated", "task_id"}
+        known = {"episode_id", "step_count", "done", "truncated", "task_id", "reward", "failure"}
+        reward, failure = data.get("reward"), data.get("failure")
         return cls(
             data.get("episode_id"),
             int(data.get("step_count", 0)),
@@ -200,4 +209,6 @@ class State:
             bool(data.get("truncated", False)),
             data.get("task_id"),
             {k: v for k, v in data.items() if k not in known},
+            None if reward is None else float(reward),
+            Failure.from_dict(failure) if isinstance(failure, dict) else None,
         )

@@ -22,6 +22,7 @@ from omnienv.core import (
     EnvironmentBase,
     EpisodeLedger,
     EpisodeOverError,
+    ImageBlock,
     State,
     StepResult,
     Task,
@@ -76,6 +77,8 @@ class TextSession:
         self.max_turns = max_turns if max_turns is not None else instance.max_turns
         self.ledger = EpisodeLedger()
         """The episode as the framework sees it, turn by turn."""
+        self.prompt_images: tuple[ImageBlock, ...] = ()
+        """The images of the last reset's prompt: :meth:`reset` returns only its text."""
 
     def __repr__(self) -> str:
         return f"TextSession({self.env!r}, turns={self.turns})"
@@ -97,6 +100,7 @@ class TextSession:
         """Start an episode; returns the prompt's text. Setup crashes raise EnvironmentFailure."""
         observation = self.sync.reset(task, seed)
         self.ledger = EpisodeLedger(seed=seed)
+        self.prompt_images = tuple(block for block in observation.content if isinstance(block, ImageBlock))
         return observation.text
 
     def step(self, text: str) -> TextTurn:

@@ -3,31 +3,50 @@
 ``vf.load_environment("omnienv-verifiers", env="wordle", split="test")`` (or ``vf-eval
 omnienv-verifiers -a '{"env": "wordle"}'``) builds an :class:`OmniToolEnv`:
 
-- the dataset has one row per task of the split: ``question`` is the environment's prompt
-  (from a local reset with the row's seed), ``info`` holds the task id and seed;
+- the dataset has one row per task of the split (or of ``tasks``): ``question`` is the
+  environment's preview prompt for the row's task and seed (no kernel or display starts to
+  build it), ``info`` holds the task id and seed, and ``answer`` stays empty;
 - ``setup_state`` builds a fresh omnienv environment per rollout and resets it to that task,
   so concurrent rollouts never share a game;
 - every omnienv ``@tool`` is added with ``add_tool(..., args_to_skip=["omnienv_state"])``: the
   model sees the tool's own arguments; ``update_tool_args`` injects the rollout's state;
+- a tool's images reach the model as verifiers' own multimodal tool content: a list of
+  ``{"type": "text"}`` and ``{"type": "image_url", "image_url": {"url": "data:..."}}`` parts;
 - ``state["omnienv"]`` carries the summed reward, flags and rubric parts; a ``@vf.stop`` ends
-  the rollout once the episode is over, and a cleanup handler closes the environment.
+  the rollout once the episode is over. When verifiers stops first (``max_turns``, a reply
+  without tool calls, a timeout), the cleanup handler ends the episode (``env.end()``: the
+  rubric scores the state reached, ``truncated``) before verifiers scores the rollout, then
+  closes the environment.
 
 Rewards: the rubric's one weighted function is ``episode_reward`` (tool rewards plus the omnienv
 rubric's final score); the omnienv rubric's parts are zero-weight metrics. An infrastructure
 failure sets ``state["error"]`` to a ``vf.InfraError``: verifiers' ``has_error`` stop ends the
-rollout and marks it errored, which trainers mask.
+rollout and marks it errored, which trainers mask; its reward is NaN, never a 0 that could be
+trained on.
 """
 
 from __future__ import annotations
 
 import inspect
+import math
 import typing
 from typing import Any
 
 import verifiers as vf
 from datasets import Dataset
 
-from omnienv.core import AsyncEnv, EnvironmentBase, EpisodeLedger, ToolCall, ToolSpec, UsageError, as_async
+from omnienv.core import (
+    AsyncEnv,
+    EnvironmentBase,
+    EpisodeLedger,
+    ImageBlock,
+    StepResult,
+    TextBlock,
+    ToolCall,
+    ToolSpec,
+    UsageError,
+    as_async,
+)
 from omnienv.core import load_environment as load_omnienv
 from omnienv.dialects._text import prompt_text, resolve_env
 
@@ -37,10 +56,16 @@ HIDDEN = "omnienv_state"
 
 
 def load_environment(
-    env: str = "wordle", split: str | None = None, seed: int = 0, num_examples: int = -1, **kwargs: Any
+    env: str = "wordle",
+    split: str | None = None,
+    seed: int = 0,
+    num_examples: int = -1,
+    tasks: list[str] | None = None,
+    **kwargs: Any,
 ) -> OmniToolEnv:
-    """The verifiers environment for omnienv environment ``env`` (a name or ``module:Class``)."""
-    return OmniToolEnv(env, split=split, seed=seed, num_examples=num_examples, **kwargs)
+    """The verifiers environment for omnienv environment ``env`` (a name or ``module:Class``);
+    ``tasks`` keeps only those task ids of the split, in that order."""
+    return OmniToolEnv(env, split=split, seed=seed, num_examples=num_examples, tasks=tasks, **kwargs)
 
 
 class OmniToolEnv(vf.StatefulToolEnv):
@@ -54,6 +79,7 @@ class OmniToolEnv(vf.StatefulToolEnv):
         seed: int = 0,
         num_examples: int = -1,
         episodes: int = 100,
+        tasks: list[str] | None = None,
         **kwargs: Any,
     ) -> None:
         cls = load_omnienv(env)
@@ -62,6 +88,11 @@ class OmniToolEnv(vf.StatefulToolEnv):
         self._episodes: dict[str, tuple[AsyncEnv, EpisodeLedger]] = {}
         split = split or (cls.splits[0] if cls.splits else None)
         task_ids: list[str | None] = [t.id for t in cls.task_index().split(split)] if split else [None] * episodes
+        if tasks:
+            unknown = sorted(set(tasks) - set(task_ids))
+            if unknown:
+                raise UsageError(f"tasks: no task {unknown} in {cls.name}'s split {split!r}")
+            task_ids = list(tasks)
         if num_examples > 0:
             task_ids = task_ids[:num_examples]
         rows = [
@@ -69,7 +100,6 @@ class OmniToolEnv(vf.StatefulToolEnv):
                 "question": prompt_text(cls, task_id, seed + i),
                 "answer": "",
                 "info": {"task_id": task_id or "", "seed": seed + i},
-                "task": cls.name,
             }
             for i, task_id in enumerate(task_ids)
         ]
@@ -84,7 +114,7 @@ class OmniToolEnv(vf.StatefulToolEnv):
     def _tool(self, spec: ToolSpec) -> Any:
         """``async def name(<tool arguments>, omnienv_state)``, documented for verifiers' schema."""
 
-        async def call(**arguments: Any) -> str:
+        async def call(**arguments: Any) -> str | list[dict[str, Any]]:
             state = arguments.pop(HIDDEN)
             return await self._step(state, ToolCall(spec.name, arguments))
 
@@ -94,8 +124,8 @@ class OmniToolEnv(vf.StatefulToolEnv):
             for parameter in list(inspect.signature(spec.function).parameters.values())[1:]
         ]
         parameters.append(inspect.Parameter(HIDDEN, inspect.Parameter.KEYWORD_ONLY, annotation=dict))
-        call.__signature__ = inspect.Signature(parameters, return_annotation=str)  # type: ignore[attr-defined]
-        call.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": str}
+        call.__signature__ = inspect.Signature(parameters, return_annotation=Any)  # type: ignore[attr-defined]
+        call.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": Any}
         call.__name__ = spec.name
         properties = spec.parameters.get("properties", {})
         args = "".join(f"\n    {name}: {prop.get('description') or name}" for name, prop in properties.items())
@@ -114,7 +144,7 @@ class OmniToolEnv(vf.StatefulToolEnv):
     def update_tool_args(self, tool_name: str, tool_args: dict, messages: Any, state: Any, **kwargs: Any) -> dict:
         return {**tool_args, HIDDEN: state}
 
-    async def _step(self, state: Any, call: ToolCall) -> str:
+    async def _step(self, state: Any, call: ToolCall) -> str | list[dict[str, Any]]:
         found = self._episodes.get(state["trajectory_id"])
         if found is None or found[1].over:
             return "The episode is over; no more tool calls are accepted."
@@ -123,13 +153,17 @@ class OmniToolEnv(vf.StatefulToolEnv):
             result = ledger.record(await env.step(call))
         except UsageError as exc:
             return exc.message
+        self._sync(state, ledger, result)
+        return _content(result)
+
+    def _sync(self, state: Any, ledger: EpisodeLedger, result: StepResult) -> None:
+        """Mirror the ledger into the rollout's state; a failure becomes verifiers' InfraError."""
         rubric = state["omnienv"].get("rubric", {})
         if "rubric" in result.info:
             rubric = {name: float(value) for name, value in result.info["rubric"].items()}
         state["omnienv"] = _mirror(ledger, rubric)
         if result.failure is not None:
             state["error"] = vf.InfraError(f"{result.failure.kind}: {result.failure.message}")
-        return result.observation.text
 
     async def env_response(self, messages: Any, state: Any, **kwargs: Any) -> Any:
         """The tool results; once the episode is over they are final, so the model is not asked again."""
@@ -145,9 +179,20 @@ class OmniToolEnv(vf.StatefulToolEnv):
 
     @vf.cleanup
     async def close_episode(self, state: Any) -> None:
+        """End an episode verifiers stopped early (scoring it with the rubric), then close it.
+
+        verifiers runs cleanup handlers before it scores the rollout, so the rubric's score is
+        in ``state["omnienv"]`` by the time ``episode_reward`` reads it.
+        """
         found = self._episodes.pop(state.get("trajectory_id"), None)
-        if found is not None:
-            await found[0].close()
+        if found is None:
+            return
+        env, ledger = found
+        try:
+            if not ledger.over:
+                self._sync(state, ledger, ledger.record(await env.end(), step=False))
+        finally:
+            await env.close()
 
 
 def _mirror(ledger: EpisodeLedger, rubric: dict[str, float]) -> dict[str, Any]:
@@ -168,9 +213,31 @@ def _over(episode: dict[str, Any]) -> bool:
     return bool(episode.get("over"))
 
 
+def _content(result: StepResult) -> str | list[dict[str, Any]]:
+    """A step's observation as verifiers' tool content: plain text, or text and image parts."""
+    blocks = result.observation.content
+    if not any(isinstance(block, ImageBlock) for block in blocks):
+        return result.observation.text
+    parts: list[dict[str, Any]] = []
+    for block in blocks:
+        if isinstance(block, ImageBlock):
+            parts.append({"type": "image_url", "image_url": {"url": block.data_url}})
+        elif isinstance(block, TextBlock):
+            parts.append({"type": "text", "text": block.text})
+    return parts
+
+
 async def episode_reward(state: Any, **kwargs: Any) -> float:
-    """The tools' rewards plus the omnienv rubric's final score."""
-    return float((state.get("omnienv") or {}).get("reward", 0.0))
+    """The tools' rewards plus the omnienv rubric's final score; NaN for a failed episode.
+
+    verifiers turns a raising reward function into 0.0, a score a trainer would learn from, so
+    a void episode (ours, an ``InfraError`` in ``state["error"]``, or any other error verifiers
+    recorded) answers NaN instead.
+    """
+    episode = state.get("omnienv") or {}
+    if episode.get("failure") is not None or state.get("error") is not None:
+        return math.nan
+    return float(episode.get("reward", 0.0))
 
 
 def _rubric_parts(cls: type[EnvironmentBase]) -> list[Any]:

@@ -16,13 +16,24 @@ episode seeds, which ``make_vec`` sets per copy), ``max_turns`` and ``text_actio
 The model's text is parsed by :mod:`omnienv.core.text_actions`. ``terminated`` is the episode
 ending by its own rules, ``truncated`` a turn limit. Rewards: the tools' reward per step, plus
 the rubric's final score on the last one. An infrastructure failure ends the episode with
-``truncated=True`` and ``info["failure"] = {"kind", "message"}``: mask those episodes.
+reward NaN (no reward at all: a return summed over it is NaN too, so a failed episode can never
+pass for a score of 0), ``truncated=True`` and ``info["failure"] = {"kind", "message"}``: leave
+those episodes out.
+
+Observations are strings, except for a turn that shows images (the desktop's screenshots): it
+is a dict in the shape of GEM's own visual environments (``gem.envs.math_visual_env``, whose
+observations are ``{"problem", "images"}``), ``{"text": str, "images": [PIL.Image, ...]}``, so a
+trainer that feeds those images to a vision model's processor feeds these too. Decoding the PNGs
+needs Pillow.
 """
 
 from __future__ import annotations
 
+import io
 import json
+import math
 import random
+from collections.abc import Sequence
 from typing import Any
 
 try:
@@ -30,6 +41,8 @@ try:
 except ImportError as exc:  # the framework is an optional extra
     raise ImportError(f"{__name__} needs gem-llm (Python <= 3.12): pip install 'omnienv[gem]'") from exc
 
+from omnienv.core import ImageBlock
+from omnienv.core.content import Block
 from omnienv.core.sampling import sample_arguments
 from omnienv.core.text_actions import TagGrammar
 from omnienv.dialects._text import EnvLike, TextSession
@@ -70,27 +83,29 @@ class GemEnv(gem.Env):
     def __repr__(self) -> str:
         return f"GemEnv({self.session.env.name!r}, task={self.task!r}, seed={self.seed!r})"
 
-    def reset(self, seed: int | None = None) -> tuple[str, dict[str, Any]]:
+    def reset(self, seed: int | None = None) -> tuple[str | dict[str, Any], dict[str, Any]]:
         super().reset(seed)
         if seed is not None:
             self._rng = random.Random(seed)
         episode_seed = self._rng.randrange(2**31)
         prompt = self.session.reset(self.task, episode_seed)
         env = self.session.env
-        observation = f"{self.session.instructions}\n\n{prompt}"
+        observation = _observation(f"{self.session.instructions}\n\n{prompt}", self.session.prompt_images)
         return observation, {
             "suffix": self.session.actions.format_hint(),
             "episode_seed": episode_seed,
             "task_id": env.task.id if env.task else None,
         }
 
-    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+    def step(self, action: str) -> tuple[str | dict[str, Any], float, bool, bool, dict[str, Any]]:
         turn = self.session.step(action)
         info = dict(turn.info)
         info["suffix"] = self.session.actions.format_hint()
         if turn.failure is not None:
             info["failure"] = turn.failure.to_dict()
-        return turn.text, float(turn.reward), turn.done, turn.truncated or turn.failure is not None, info
+        reward = math.nan if turn.failure is not None else float(turn.reward)
+        truncated = turn.truncated or turn.failure is not None
+        return _observation(turn.text, turn.images), reward, turn.done, truncated, info
 
     def sample_random_action(self) -> str:
         """A random tool call in ``<tool_call>`` JSON, with arguments that fit the tool's schema."""
@@ -109,6 +124,21 @@ class GemEnv(gem.Env):
 
     def close(self) -> None:
         self.session.close()
+
+
+def _observation(text: str, blocks: Sequence[Block]) -> str | dict[str, Any]:
+    images = [block for block in blocks if isinstance(block, ImageBlock)]
+    if not images:
+        return text
+    try:
+        from PIL import Image
+    except ImportError as exc:
+        raise ImportError("images in GEM observations need Pillow: pip install pillow") from exc
+    pictures = []
+    for image in images:
+        with Image.open(io.BytesIO(image.data)) as decoded:
+            pictures.append(decoded.convert("RGB"))
+    return {"text": text, "images": pictures}
 
 
 def register(name: str, env_id: str | None = None, **kwargs: Any) -> str:

@@ -5,34 +5,36 @@
 
     eval(environment_task("wordle", split="test", limit=20), model="openai/gpt-4.1-mini")
 
+or from the command line, with the tasks of ``examples/inspect_tasks.py``::
+
+    inspect eval examples/inspect_tasks.py@jupyter -T limit=5 --model openai/gpt-4.1-mini
+
 Each sample is one task of the split. The solver resets a fresh environment, shows the prompt,
-and lets the model call tools until the episode ends, the model stops calling tools or the turn
-budget runs out; the scorer reports the episode's reward (rubric included). An episode whose
-infrastructure failed is left unscored (the scorer returns None), so it never counts as 0.
+and hands the turn to Inspect's own tool loop (``generate(tool_calls="loop")``): the model calls
+the environment's tools as Inspect tools until the episode ends (the tool marks the sample
+completed), the model stops calling tools or the turn budget runs out. The scorer reports the
+episode's reward (rubric included). An episode whose infrastructure failed is left unscored (the
+scorer returns None), so it never counts as 0.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
 from inspect_ai import Task
 from inspect_ai.dataset import MemoryDataset, Sample
-from inspect_ai.model import (
-    ChatMessageTool,
-    ChatMessageUser,
-    ContentImage,
-    ContentText,
-    get_model,
-)
+from inspect_ai.model import ChatMessageUser, ContentImage, ContentText
 from inspect_ai.scorer import Score, Target, mean, scorer, stderr
 from inspect_ai.solver import Generate, TaskState, solver
-from inspect_ai.tool import ToolInfo, ToolParams
+from inspect_ai.tool import Tool, ToolDef, ToolParams
 
 from omnienv.core import (
     EnvironmentBase,
     EpisodeLedger,
     ImageBlock,
     Observation,
+    TaskError,
     TextBlock,
     ToolCall,
     as_async,
@@ -42,15 +44,35 @@ from omnienv.core import (
 __all__ = ["environment_task"]
 
 _RESULT = "omnienv"
+_OVER = "The episode is over; no more actions are taken."
 
 
 def environment_task(
-    env: str | type[EnvironmentBase], split: str = "test", limit: int | None = None, max_turns: int = 50
+    env: str | type[EnvironmentBase],
+    split: str = "test",
+    limit: int | None = None,
+    max_turns: int = 50,
+    tasks: Sequence[str] | None = None,
 ) -> Task:
-    """An Inspect task over ``split`` of ``env`` (a registered name or an Environment class)."""
+    """An Inspect task over ``split`` of ``env`` (a registered name, ``"module:Class"`` or a class).
+
+    Args:
+        env: The environment.
+        split: The split whose tasks become samples.
+        limit: Keep the first ``limit`` tasks only.
+        max_turns: Tool calls per episode before it is ended and scored as it stands.
+        tasks: Only these task ids (in this order), instead of the split's.
+    """
     env_class = load_environment(env) if isinstance(env, str) else env
-    tasks = env_class.task_index().split(split)[:limit]
-    samples = [Sample(input=f"{env_class.name} task {t.id}", id=t.id, metadata={"task_id": t.id}) for t in tasks]
+    if tasks:
+        index = env_class.task_index()
+        chosen = [index.find(task_id) for task_id in tasks]
+    else:
+        chosen = list(env_class.task_index().split(split))
+    chosen = chosen[:limit]
+    if not chosen:
+        raise TaskError(f"{env_class.name} has no tasks to evaluate in split '{split}' (tasks={tasks})")
+    samples = [Sample(input=f"{env_class.name} task {t.id}", id=t.id, metadata={"task_id": t.id}) for t in chosen]
     return Task(
         dataset=MemoryDataset(samples, name=f"{env_class.name}-{split}"),
         solver=_play(env_class, max_turns),
@@ -61,36 +83,31 @@ def environment_task(
 
 @solver
 def _play(env_class: type[EnvironmentBase], max_turns: int) -> Any:
-    tools = [
-        ToolInfo(name=spec.name, description=spec.description, parameters=ToolParams.model_validate(spec.parameters))
-        for spec in env_class.tools.values()
-    ]
-
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         env = as_async(env_class())
         ledger = EpisodeLedger()
         try:
             prompt = await env.reset(task=state.metadata["task_id"])
             state.messages = [ChatMessageUser(content=_content(prompt))]
-            model = get_model()
-            for _ in range(max_turns):
-                output = await model.generate(state.messages, tools=tools)
-                state.output = output
-                state.messages.append(output.message)
-                calls = output.message.tool_calls or []
-                if not calls:
-                    break
-                for call in calls:
-                    result = ledger.record(await env.step(ToolCall(call.function, call.arguments, call.id)))
-                    state.messages.append(
-                        ChatMessageTool(
-                            content=_content(result.observation), tool_call_id=call.id, function=call.function
-                        )
-                    )
+            turns = [0]
+
+            def tool_for(name: str) -> Callable[..., Coroutine[Any, Any, Any]]:
+                async def run(**kwargs: Any) -> Any:
                     if ledger.over:
-                        break
-                if ledger.over:
-                    break
+                        return _OVER
+                    result = ledger.record(await env.step(ToolCall(name, kwargs)))
+                    turns[0] += 1
+                    if ledger.over or turns[0] >= max_turns:
+                        state.completed = True  # Inspect's loop stops after this call's results
+                    return _content(result.observation)
+
+                return run
+
+            state.tools = [
+                _inspect_tool(spec.name, spec.description, spec.parameters, tool_for(spec.name))
+                for spec in env_class.tools.values()
+            ]
+            state = await generate(state, tool_calls="loop")
             if not ledger.over:  # the model stopped or ran out of turns: end the episode and score it
                 ledger.record(await env.end(), step=False)
         finally:
@@ -101,6 +118,13 @@ def _play(env_class: type[EnvironmentBase], max_turns: int) -> Any:
         return state
 
     return solve
+
+
+def _inspect_tool(
+    name: str, description: str, parameters: dict[str, Any], run: Callable[..., Coroutine[Any, Any, Any]]
+) -> Tool:
+    """An Inspect tool with the environment's own schema; Inspect passes its arguments through as given."""
+    return ToolDef(run, name=name, description=description, parameters=ToolParams.model_validate(parameters)).as_tool()
 
 
 @scorer(metrics=[mean(), stderr()])

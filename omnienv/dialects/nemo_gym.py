@@ -2,10 +2,12 @@
 
 NeMo Gym's agents (``simple_agent``) and its ``ServerClient`` drive a resources server this way:
 ``POST /seed_session`` with a dataset row (sets the cookie), one ``POST /<tool>`` per function
-call with the call's arguments as the body (the reply body, ``{"output": text}`` plus ``"done":
-true`` on the last step, is what the model reads), ``POST /verify`` with the Responses-API
+call with the call's arguments as the body (the reply body is the observation's text, what the
+agent hands the model; ``X-Omnienv-Done`` says when the episode is over), ``POST /verify`` with the Responses-API
 request and final response (returns the reward), then ``POST /close_session``;
-``POST /aggregate_metrics`` summarises many ``/verify`` replies. Every reply on a session
+``POST /aggregate_metrics`` summarises many ``/verify`` replies. NeMo's ``gymnasium_agent``
+protocol (``/reset``, ``/step``: tool outputs with image parts) is
+:mod:`omnienv.dialects.nemo_gym_gymnasium`. Every reply on a session
 re-sends its cookie, because NeMo's agent keeps only the cookies of the latest reply.
 
 Any omnienv environment is served this way without extra code: a seeded row picks its task by
@@ -134,16 +136,23 @@ def _guarded(endpoint: Endpoint, router: NemoGymRouter) -> Endpoint:
     return run
 
 
-def _block_output(blocks: Sequence[Block], is_error: bool) -> dict[str, Any]:
-    """A tool's reply body: the text under ``output`` (what NeMo agents pass to the model)."""
-    texts = [block.text for block in blocks if isinstance(block, TextBlock)]
-    out: dict[str, Any] = {"output": "\n".join(texts)}
-    images = [{"data": block.base64, "mime_type": block.mime_type} for block in blocks if isinstance(block, ImageBlock)]
+def tool_reply(blocks: Sequence[Block], is_error: bool, over: bool) -> Response:
+    """A tool's reply: the observation's text as the body, the episode's state in headers.
+
+    NeMo's ``simple_agent`` hands the raw body to the model as the ``function_call_output``
+    (a string: it cannot carry an image part), so the body is exactly the text the model should
+    read, never a JSON wrapper or base64. Images are left out here and counted in
+    ``X-Omnienv-Images``; NeMo's ``gymnasium_agent`` gets them as ``input_image`` parts from
+    ``/step`` (:mod:`omnienv.dialects.nemo_gym_gymnasium`).
+    """
+    text = "\n".join(block.text for block in blocks if isinstance(block, TextBlock))
+    headers = {"X-Omnienv-Done": "true" if over else "false"}
+    images = sum(isinstance(block, ImageBlock) for block in blocks)
     if images:
-        out["images"] = images
+        headers["X-Omnienv-Images"] = str(images)
     if is_error:
-        out["is_error"] = True
-    return out
+        headers["X-Omnienv-Error"] = "true"
+    return Response(text, 200, headers=headers, media_type="text/plain; charset=utf-8")
 
 
 class NemoGymRouter:
@@ -238,10 +247,7 @@ class NemoGymRouter:
             rollout.ledger.fail(session.machine.failure or Failure.from_exception(f"tool '{name}'", exc))
             raise
         rollout.ledger.record(result)
-        reply = _block_output(result.observation.content, result.observation.is_error)
-        if result.over:
-            reply["done"] = True  # simple_agent's use_done_flag stops the loop on it
-        return _json(reply)
+        return tool_reply(result.observation.content, result.observation.is_error, result.over)
 
     async def verify(self, request: Request) -> Response:
         """The episode's reward, echoed with the request (NeMo's ``BaseVerifyResponse``)."""
@@ -269,6 +275,8 @@ class NemoGymRouter:
                 **body,
                 "reward": 0.0 if failure else ledger.reward,
                 "mask_sample": failure is not None,
+                "done": ledger.done,  # the environment's own end, beside NeMo's fields
+                "truncated": ledger.truncated,
                 "failure_kind": f"omnienv:{failure.kind}" if failure else None,
                 "failure_reason": failure.message if failure else None,
             }
@@ -356,11 +364,11 @@ def aggregate(responses: Sequence[dict[str, Any]]) -> dict[str, Any]:
         key = reply.get("_ng_task_index", reply.get("task_id"))
         groups.setdefault(key, []).append(float(reward))
     rewards = [reward for group in groups.values() for reward in group]
-    mean = sum(rewards) / len(rewards) if rewards else 0.0
+    mean = sum(rewards) / len(rewards) if rewards else None  # every sample masked: no score, never 0
     agent = {
         "mean/reward": mean,
-        "max/reward": max(rewards, default=0.0),
-        "min/reward": min(rewards, default=0.0),
+        "max/reward": max(rewards, default=None),
+        "min/reward": min(rewards, default=None),
         "num_rollouts": len(responses),
         "num_masked": masked,
     }

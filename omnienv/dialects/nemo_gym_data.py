@@ -14,7 +14,7 @@ from omnienv.core.content import Block, TextBlock
 from omnienv.core.env import AsyncEnvironment, Environment, EnvironmentBase
 from omnienv.core.tasks import Task
 
-__all__ = ["nemo_gym_rows", "nemo_gym_tools"]
+__all__ = ["nemo_gym_rows", "nemo_gym_task_rows", "nemo_gym_tools"]
 
 
 def nemo_gym_tools(env_class: type[EnvironmentBase]) -> list[dict[str, Any]]:
@@ -67,7 +67,18 @@ def nemo_gym_rows(
     Row ``i`` has seed ``seed + i``; its prompt is what ``reset`` shows for that task and seed, and
     ``/seed_session`` starts that very episode from the row. Rows never carry the answer.
     """
-    tasks = env_class.task_index().page(split, 0, limit)
+    return _rows(env_class, env_class.task_index().page(split, 0, limit), seed)
+
+
+def nemo_gym_task_rows(
+    env_class: type[EnvironmentBase], task_ids: Sequence[str], *, seed: int = 0
+) -> Iterator[dict[str, Any]]:
+    """The rows of the tasks ``task_ids`` (ids like ``"test/0000"``), seeds numbered as in :func:`nemo_gym_rows`."""
+    index = env_class.task_index()
+    return _rows(env_class, [index.find(task_id) for task_id in task_ids], seed)
+
+
+def _rows(env_class: type[EnvironmentBase], tasks: Sequence[Task], seed: int) -> Iterator[dict[str, Any]]:
     seeds = [seed + i for i in range(len(tasks))]
     tools = nemo_gym_tools(env_class)
     for task, episode_seed, prompt in zip(tasks, seeds, _prompts(env_class, tasks, seeds), strict=True):

@@ -7,8 +7,10 @@ The routes follow ``openreward.environments.Server``, so the SDK's own client
   ``POST /{env}/tasks|num_tasks|task|task_range``;
 - a session: ``POST /create_session`` (SSE, mints the id), ``POST /create`` with ``X-Session-ID``
   (binds a task and resets), ``GET /{env}/prompt``, ``POST /{env}/call`` (SSE: ``task_id`` then
-  ``end`` with ``{"ok", "output": {blocks, metadata, reward, finished}}``), ``POST /ping``,
-  ``POST /delete``.
+  ``end`` with ``{"ok", "output": {blocks, metadata, reward, finished}}``; a void step is
+  ``reward: null`` with ``finished: true``), ``POST /ping``, ``POST /delete``;
+- the two platform questions the SDK asks of one environment (``GET /v1/environments/...``:
+  required secrets, task difficulty), answered by :func:`~omnienv.dialects.ors_wire.platform_routes`.
 
 ``/{env}/...`` routes are also served without the ``/{env}`` prefix (what the SDK sends when no
 ``variant`` is given), except ``/splits``, which is omnienv's own route: pass ``variant=`` to list
@@ -52,6 +54,7 @@ from omnienv.dialects.ors_wire import (
     json_response,
     ors_blocks,
     ors_split_type,
+    platform_routes,
     refusal,
     refusal_reason,
     sse,
@@ -132,6 +135,11 @@ class OrsRouter:
         if bound is None:
             if self.bindings.ended(ORS, sid):
                 raise SessionGoneError(f"session '{sid}' was deleted or reaped after being idle; open a new one")
+            if sid in self.minted:  # e.g. the SDK's Environment.get_prompt(task), which sends no task
+                raise SessionNotFoundError(
+                    f"session '{sid}' has no task yet: POST /create with its task first (with the SDK, "
+                    "env.session(task=...).get_prompt() rather than env.get_prompt(task))"
+                )
             raise SessionNotFoundError(
                 f"no ORS session '{sid}': POST /create_session for an id, then POST /create with a task"
             )
@@ -380,7 +388,7 @@ class OrsRouter:
         routes += [Route(f"/{self.name}{path}", guarded(fn), methods=[method]) for path, fn, method in per_env]
         # Bare paths: what the SDK sends without a variant. /splits stays omnienv's own route.
         routes += [Route(path, guarded(fn), methods=[method]) for path, fn, method in per_env if path != "/splits"]
-        return routes
+        return routes + platform_routes(self.name)
 
 
 def ors_routes(manager: SessionManager, handler: Handler) -> list[Route]:

@@ -11,6 +11,7 @@ from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.routing import Route
 
 from omnienv.core.content import Block, ImageBlock, TextBlock
 from omnienv.core.errors import OmniEnvError, SessionNotFoundError
@@ -29,6 +30,7 @@ __all__ = [
     "json_response",
     "ors_blocks",
     "ors_split_type",
+    "platform_routes",
     "refusal",
     "refusal_reason",
     "sse",
@@ -131,3 +133,23 @@ def refusal(message: str, reason: str, code: str | None = None) -> bytes:
     if code is not None:
         body["code"] = code
     return encode(body)
+
+
+def platform_routes(env_name: str) -> list[Route]:
+    """What openreward's platform API (``OPENREWARD_API_URL``) asks of one environment, answered
+    truthfully by a server of its own: our environments need no secrets, and this server logs no
+    rollouts, so it knows no task difficulty (``Environment.list_required_secrets`` and
+    ``get_task_difficulty``)."""
+
+    async def platform(request: Request) -> Response:
+        owner_name, _, what = request.path_params["rest"].rpartition("/")
+        name = owner_name.rpartition("/")[2]
+        if name != env_name:
+            return json_response({"detail": f"this server serves environment '{env_name}', not {name!r}"}, 404)
+        if what == "required-secrets":
+            return json_response({"secrets": []})
+        if what == "task-difficulty":
+            return json_response({"tasks": []})
+        return json_response({"detail": f"no platform route '{what}': required-secrets or task-difficulty"}, 404)
+
+    return [Route("/v1/environments/{rest:path}", platform, methods=["GET"])]

@@ -19,11 +19,15 @@ the tools' reward; the last one also carries the rubric's final score, which is 
 treats as the outcome. An infrastructure failure ends the episode (``done=True``) with reward
 ``None`` (SkyRL's "no reward for this step"), ``metadata["failure"]`` set and
 ``get_metrics()["failure"] == 1.0``: filter those episodes out.
+
+Images (the desktop's screenshots) reach the model as images: an observation, or the prompt
+``init`` writes, that carries any becomes OpenAI content parts, the text then an ``image_url``
+data URL per image, which SkyRL's chat templates and vision processors read.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 try:
@@ -33,7 +37,7 @@ except ImportError as exc:  # the framework is an optional extra
     raise ImportError(f"{__name__} needs skyrl-gym: pip install 'omnienv[skyrl]'") from exc
 
 from omnienv.core import EnvironmentBase, ImageBlock, Task, load_environment
-from omnienv.core.text_actions import TextTurn
+from omnienv.core.content import Block
 from omnienv.dialects._text import EnvLike, TextSession, prompt_text
 
 __all__ = ["SkyRLTextEnv", "dataset_rows", "register"]
@@ -70,7 +74,7 @@ class SkyRLTextEnv(BaseTextEnv):
         first = self.session.reset(self.task_id, self.seed)
         self.turns = 0
         self._info = {}
-        messages = list(prompt) or [{"role": "user", "content": first}]
+        messages = list(prompt) or [{"role": "user", "content": _parts(first, self.session.prompt_images)}]
         if not any(message.get("role") == "system" for message in messages):
             messages.insert(0, {"role": "system", "content": self.session.instructions})
         env = self.session.env
@@ -85,7 +89,7 @@ class SkyRLTextEnv(BaseTextEnv):
             metadata["failure"] = turn.failure.to_dict()
         done = turn.over
         return BaseTextEnvStepOutput(
-            observations=[] if done else [{"role": "user", "content": _content(turn)}],
+            observations=[] if done else [{"role": "user", "content": _parts(turn.text, turn.images)}],
             reward=None if turn.failure is not None else float(turn.reward),
             done=done,
             metadata=metadata,
@@ -152,9 +156,9 @@ def _row(
     }
 
 
-def _content(turn: TextTurn) -> str | list[dict[str, Any]]:
-    """The turn's text, or with images the OpenAI multimodal parts SkyRL's chat templates read."""
-    if not turn.images:
-        return turn.text
-    images = [{"type": "image_url", "image_url": {"url": b.data_url}} for b in turn.images if isinstance(b, ImageBlock)]
-    return [{"type": "text", "text": turn.text}, *images]
+def _parts(text: str, blocks: Sequence[Block]) -> str | list[dict[str, Any]]:
+    """The text, or with images the OpenAI multimodal parts SkyRL's chat templates read."""
+    images = [{"type": "image_url", "image_url": {"url": b.data_url}} for b in blocks if isinstance(b, ImageBlock)]
+    if not images:
+        return text
+    return [{"type": "text", "text": text}, *images]

@@ -8,6 +8,8 @@ verifiers ships two incompatible APIs, and this module exports the one the insta
 
       vf-eval omnienv-verifiers --env.taskset.env wordle --env.taskset.split test \\
           --env.agent.harness.id null --env.agent.runtime.type subprocess ...
+      vf-eval omnienv-verifiers --env.taskset.env desktop --env.taskset.split test \\
+          --env.taskset.tasks test/find-word ...   # screenshots reach the model as image parts
 
 - **verifiers 0.1-0.3** (the classic API): ``load_environment(env="wordle", split="test")``
   returns a ``vf.StatefulToolEnv`` with one omnienv environment per rollout. See

@@ -12,6 +12,8 @@ in the MCP call-tool shape (``tool_name``, ``result{content, structured_content,
 is_error}``, ``error``). Our richer fields ride alongside at the top of ``data``, where those
 clients ignore them: ``truncated``, ``info`` and ``failure``. On the wire ``done`` means "the
 episode is over" (ended or truncated), as OpenEnv clients expect; ``truncated`` says which.
+A void step (the infrastructure failed) has ``reward: null``, ``done: true`` and its failure in
+``metadata`` too (the observation's and the one beside it), the extras OpenEnv's clients keep.
 
 Builders here return dicts; nothing is encoded twice and no pydantic model is built per step.
 """
@@ -216,15 +218,17 @@ def step_reply(tool_name: str | None, result: StepResult) -> dict[str, Any]:
     info = result.info
     error = None
     failure = result.failure
+    metadata: dict[str, Any] = {}
     if failure is not None:
         error = {"error_type": "execution_error", "message": failure.message}
+        metadata = {"failure": failure.to_dict()}  # where OpenEnv's clients look: a void step, not a tool's error
     elif observation.is_error:
         code = info.get("error", {}).get("code")
         if code in _ERROR_TYPES:
             error = {"error_type": _ERROR_TYPES[code], "message": observation.text}
-    return {
+    reply: dict[str, Any] = {
         "observation": {
-            "metadata": {},
+            "metadata": metadata,
             "tool_name": tool_name,
             "result": {
                 "content": content,
@@ -241,6 +245,9 @@ def step_reply(tool_name: str | None, result: StepResult) -> dict[str, Any]:
         "info": info,
         "failure": failure.to_dict() if failure is not None else None,
     }
+    if metadata:  # OpenEnv's own servers also surface non-empty metadata beside the observation
+        reply["metadata"] = metadata
+    return reply
 
 
 def tools_reply(env_name: str, tools: Iterable[Any]) -> dict[str, Any]:

@@ -46,7 +46,7 @@ def observations(messages: list[dict[str, Any]]) -> list[str]:
         if message.get("role") == "tool":
             found.append(_text(message.get("content")))
         elif message.get("type") == "function_call_output":
-            found.append(str(message.get("output", "")))
+            found.append(_text(message.get("output")))
         elif message.get("role") == "user" and "<tool_response>" in _text(message.get("content")):
             found.append(_text(message["content"]).split("<tool_response>", 1)[1].split("</tool_response>")[0].strip())
     return found

@@ -203,7 +203,7 @@ def http_routes(manager: SessionManager, handler: Handler) -> list[Route]:
         async with manager.scratch() as env:
             await env.reset(None, seed)
             result = await env.step(parsed)
-        return _json({**step_reply(parsed.name, result), "metadata": None})
+        return _json({"metadata": None, **step_reply(parsed.name, result)})  # a failure keeps its metadata
 
     async def stateless_state(request: HTTPRequest) -> Response:
         handler.refuse_agents()

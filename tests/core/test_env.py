@@ -15,6 +15,7 @@ from omnienv.core import (
     EpisodeOverError,
     NotResetError,
     Rubric,
+    State,
     Task,
     TaskError,
     ToolCall,
@@ -121,6 +122,7 @@ def test_turn_limit_truncates_and_scores() -> None:
     results = [env.step(ToolCall("inc", {"by": 9})) for _ in range(5)]
     assert [r.truncated for r in results] == [False] * 4 + [True]
     assert results[-1].info["rubric"]["penalty"] == pytest.approx(-0.5)
+    assert env.state().reward == pytest.approx(env.episode_reward)  # the score, once the episode is over
     with pytest.raises(EpisodeOverError):
         env.step(ToolCall("inc"))
 
@@ -133,7 +135,9 @@ def test_crash_is_a_failure_not_a_score() -> None:
     assert "RuntimeError: disk on fire" in result.failure.message
     assert "disk on fire" not in result.observation.text  # the agent sees no internals
     assert result.over and env.failure == result.failure
-    assert env.state().truncated
+    state = env.state()
+    assert state.truncated and state.reward is None and state.failure == result.failure
+    assert State.from_dict(state.to_dict()) == state  # the wire carries the void episode as it is
     with pytest.raises(EpisodeOverError):
         env.step(ToolCall("inc"))
 
@@ -180,6 +184,7 @@ def test_tasks_seeding_and_state() -> None:
     assert first.noise == second.noise and first.task == second.task
     state = first.state()
     assert state.step_count == 0 and state.task_id == first.task.id  # type: ignore[union-attr]
+    assert state.reward is None  # no score while the episode runs
     assert state.fields == {"count": first.count}
     assert "secret" not in str(state.to_dict())
     with pytest.raises(TaskError, match="no task 'train/9'"):

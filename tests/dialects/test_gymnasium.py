@@ -2,19 +2,40 @@
 
 from __future__ import annotations
 
+import io
+import math
+import random
 import subprocess
 import sys
 import warnings
 from pathlib import Path
 
 import gymnasium
+import numpy as np
 import pytest
+from gymnasium import spaces
 from gymnasium.utils.env_checker import check_env
+from PIL import Image
 
-from omnienv.core import ToolCall
-from omnienv.dialects.gymnasium import AnyText, GymnasiumEnv, register
+from omnienv.core import ImageBlock, Task, ToolCall
+from omnienv.dialects.gymnasium import AnyImage, AnyText, GymnasiumEnv, register
 from omnienv.envs.wordle.solver import next_guess, read_marks
-from tests.dialects.envs import Counter
+from tests.dialects.envs import Counter, Snapshot
+
+
+def _png(width: int, height: int, color: tuple[int, int, int]) -> bytes:
+    buffer = io.BytesIO()
+    Image.new("RGB", (width, height), color).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+class Screen(Snapshot):
+    """A screen that shows itself in the prompt too, and says so, as the desktop does."""
+
+    shows_images = True
+
+    def setup(self, task: Task | None, rng: random.Random) -> list[str | ImageBlock]:
+        return ["Look at the screen.", ImageBlock(_png(3, 2, (255, 0, 0)))]
 
 
 def test_gymnasium_env_checker_passes_on_wordle() -> None:
@@ -82,9 +103,44 @@ def test_infrastructure_failure_truncates_and_is_flagged() -> None:
     env = GymnasiumEnv(Counter)
     env.reset(seed=0)
     observation, reward, terminated, truncated, info = env.step("<add>-1</add>")
-    assert (reward, terminated, truncated) == (0.0, False, True)
+    assert math.isnan(reward) and (terminated, truncated) == (False, True)  # no reward at all, never a 0
     assert info["failure"]["kind"] == "env_error" and "the counter broke" in info["failure"]["message"]
     assert "will not be scored" in observation
+
+
+def test_images_reach_the_agent_as_pixel_arrays() -> None:
+    env = GymnasiumEnv(Screen)
+    assert isinstance(env.observation_space, spaces.Dict)
+    observation, _ = env.reset(seed=0)
+    assert observation in env.observation_space and observation["text"] == "Look at the screen."
+    (prompt_image,) = observation["images"]
+    assert prompt_image.shape == (2, 3, 3) and prompt_image.dtype == np.uint8
+    assert prompt_image[0, 0].tolist() == [255, 0, 0]
+    observation, *_ = env.step('<tool_call>{"name": "look", "arguments": {}}</tool_call>')
+    assert observation in env.observation_space and observation["text"] == "a 1x1 screen"
+    (screenshot,) = observation["images"]
+    assert screenshot.shape == (1, 1, 3)  # the tool's 1x1 RGBA PNG, as RGB
+
+
+def test_an_image_environment_passes_the_env_checker() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warnings.filterwarnings("ignore", message=".*not having a spec.*")
+        check_env(GymnasiumEnv(Screen))
+
+
+def test_text_only_environments_keep_plain_text_observations() -> None:
+    env = GymnasiumEnv(Snapshot)  # images in a step, but the class does not say it shows them
+    assert isinstance(env.observation_space, AnyText)
+    env.reset(seed=0)
+    assert env.step('<tool_call>{"name": "look", "arguments": {}}</tool_call>')[0] == "a 1x1 screen"
+
+
+def test_image_space_holds_any_rgb_uint8_image() -> None:
+    space = AnyImage()
+    assert np.zeros((768, 1024, 3), np.uint8) in space and space.sample() in space
+    assert np.zeros((4, 4, 4), np.uint8) not in space and np.zeros((4, 4, 3), np.float32) not in space
+    assert np.zeros((4, 4), np.uint8) not in space and "pixels" not in space
 
 
 def test_bad_render_mode_is_refused_with_the_choices() -> None:

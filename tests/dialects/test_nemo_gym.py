@@ -24,6 +24,7 @@ from omnienv.app import create_app
 from omnienv.cli.main import app as cli
 from omnienv.core import AsyncEnvironment, Environment, ImageBlock, Task, TextBlock, tool
 from omnienv.dialects.nemo_gym import nemo_gym_rows
+from omnienv.dialects.nemo_gym_gymnasium import nemo_gym_app
 from omnienv.envs.wordle import Wordle
 from omnienv.envs.wordle.solver import next_guess, read_marks
 from omnienv.server import running
@@ -78,20 +79,22 @@ def test_seed_play_verify_close(http: httpx.Client) -> None:
     seed(http)
     history: list[tuple[str, str]] = []
     for _ in range(6):
-        output = http.post("/guess", json={"word": next_guess(history)}).json()
-        marks = read_marks(output["output"])
+        reply = http.post("/guess", json={"word": next_guess(history)})
+        assert reply.headers["content-type"].startswith("text/plain")  # the body is what the model reads
+        marks = read_marks(reply.text)
         assert marks is not None
         history.append(marks)
-        if "Correct!" in output["output"]:
-            assert output["done"] is True
+        if "Correct!" in reply.text:
+            assert reply.headers["x-omnienv-done"] == "true"
             break
-        assert set(output) == {"output"}
+        assert reply.headers["x-omnienv-done"] == "false" and "x-omnienv-error" not in reply.headers
     reply = http.post("/verify", json={**ROW, "response": RESPONSE})
     assert reply.status_code == 200
     body = reply.json()
     assert body["reward"] == 1.0 + 0.5 * (1 - len(history) / 6)
     assert body["task_id"] == "test/0004" and body["response"] == RESPONSE  # the request is echoed
     assert body["mask_sample"] is False and body["failure_kind"] is None
+    assert body["done"] is True and body["truncated"] is False
     over = http.post("/guess", json={"word": "crane"})
     assert over.status_code == 409 and over.json()["code"] == "EPISODE_OVER"
     assert http.post("/close_session", json={}).json() == {"closed": True}
@@ -101,11 +104,11 @@ def test_seed_play_verify_close(http: httpx.Client) -> None:
 def test_the_agents_mistakes_are_observations(http: httpx.Client) -> None:
     seed(http)
     bad = http.post("/guess", json={"wurd": "crane"})
-    assert bad.status_code == 200 and bad.json()["is_error"] and "did you mean 'word'" in bad.json()["output"]
-    assert http.post("/guess", json={"word": "zzzzz"}).json()["is_error"]
-    history = http.post("/get_history").json()["output"]  # a tool without arguments: no body at all
+    assert bad.status_code == 200 and bad.headers["x-omnienv-error"] == "true" and "did you mean 'word'" in bad.text
+    assert http.post("/guess", json={"word": "zzzzz"}).headers["x-omnienv-error"] == "true"
+    history = http.post("/get_history").text  # a tool without arguments: no body at all
     assert history.endswith("Guesses used: 0/6")
-    assert http.post("/nemo_gym/guess", json={"word": "crane"}).json()["output"].startswith("CRANE ")
+    assert http.post("/nemo_gym/guess", json={"word": "crane"}).text.startswith("CRANE ")
 
 
 def test_reseeding_replaces_the_session(http: httpx.Client, wordle_app: Any) -> None:
@@ -216,8 +219,8 @@ def test_failures_mask_the_sample_and_idle_sessions_are_reaped() -> None:
 def test_tools_named_like_our_routes_are_served_under_the_prefix() -> None:
     with running(create_app(Clash)) as url, httpx.Client(base_url=url) as http:
         http.post("/seed_session", json={})
-        assert http.post("/nemo_gym/metadata").json() == {"output": "tool metadata"}
-        assert http.post("/nemo_gym/health").json() == {"output": "tool health"}
+        assert http.post("/nemo_gym/metadata").text == "tool metadata"
+        assert http.post("/nemo_gym/health").text == "tool health"
         assert http.get("/health").json() == {"status": "healthy"}  # ours, untouched
         assert http.get("/metadata").json()["name"] == "clash"
 
@@ -273,10 +276,8 @@ def test_images_are_returned_and_a_hung_step_masks_the_sample() -> None:
     try:
         with running(create_app(Pictures, step_timeout=1.0)) as url, httpx.Client(base_url=url) as http:
             http.post("/seed_session", json={})
-            assert http.post("/show").json() == {
-                "output": "a square",
-                "images": [{"data": base64.b64encode(b"\x89PNG-ish").decode(), "mime_type": "image/png"}],
-            }
+            shown = http.post("/show")  # simple_agent passes text only: the image is counted, never base64
+            assert shown.text == "a square" and shown.headers["x-omnienv-images"] == "1"
             hung = http.post("/wait")
             assert hung.status_code == 504 and hung.json()["code"] == "STEP_TIMEOUT"
             body = http.post("/verify", json={"responses_create_params": {}, "response": {}}).json()
@@ -291,7 +292,7 @@ def test_oversized_bodies_are_refused() -> None:
         seed(http, {}, cookie="omnienv___counter")
         reply = http.post("/add", json={"n": 1, "pad": "x" * 4000})
         assert reply.status_code == 413 and reply.json()["code"] == "MESSAGE_TOO_LARGE"
-        assert http.post("/add", json={"n": 1}).json() == {"output": "total 1"}
+        assert http.post("/add", json={"n": 1}).text == "total 1"
 
 
 class AsyncQuiz(AsyncEnvironment):
@@ -360,3 +361,37 @@ def test_nemo_and_ors_sessions_share_the_servers_capacity() -> None:
         with httpx.Client(base_url=url) as other:
             refused = other.post("/seed_session", json={})
         assert refused.status_code == 503 and refused.json()["code"] == "CAPACITY_REACHED"
+
+
+def test_gymnasium_steps_carry_images_as_input_parts_and_void_episodes_fail() -> None:
+    """NeMo's gymnasium_agent protocol: /reset, /step with the model's response, /close."""
+    app = nemo_gym_app(Pictures)
+    with running(app) as url, httpx.Client(base_url=url) as http:
+        reset = http.post("/reset", json={"responses_create_params": {"input": []}})
+        assert reset.json() == {"observation": None, "info": {"supports_explicit_close": True}}
+        call = {"type": "function_call", "call_id": "c1", "name": "show", "arguments": "{}"}
+        step = http.post("/step", json={"responses_create_params": {}, "response": {"output": [call]}}).json()
+        data = base64.b64encode(b"\x89PNG-ish").decode()
+        assert step["info"]["tool_outputs"] == [
+            {
+                "call_id": "c1",
+                "output": [
+                    {"type": "input_text", "text": "a square"},
+                    {"type": "input_image", "image_url": f"data:image/png;base64,{data}", "detail": "auto"},
+                ],
+            }
+        ]
+        assert step["terminated"] is False and step["reward"] == 0.0
+        words = {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "done"}]}
+        last = http.post("/step", json={"responses_create_params": {}, "response": {"output": [words]}}).json()
+        assert last["terminated"] is False and last["truncated"] is True  # a reply in words ends the episode
+        assert http.post("/close", json={}).json() == {"closed": True}
+        after = http.post("/step", json={"response": {"output": []}})
+        assert after.status_code == 401 and after.json()["code"] == "NO_SESSION_COOKIE"
+
+    with running(nemo_gym_app(Counter)) as url, httpx.Client(base_url=url) as http:
+        http.post("/reset", json={})
+        crash = {"type": "function_call", "call_id": "c1", "name": "add", "arguments": '{"n": -1}'}
+        void = http.post("/step", json={"response": {"output": [crash]}})
+        assert void.status_code == 503 and void.json()["code"] == "EPISODE_VOID"  # no reward, never 0
+        assert "the counter broke" in void.json()["detail"]

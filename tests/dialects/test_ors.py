@@ -281,3 +281,15 @@ def test_oversized_bodies_are_refused() -> None:
             "/counter/call", json={"name": "add", "input": {"n": 1, "pad": "x" * 4000}}, headers={"X-Session-ID": sid}
         )
         assert reply.status_code == 413 and reply.json()["code"] == "MESSAGE_TOO_LARGE"
+
+
+def test_platform_questions_and_a_prompt_before_create(ors: Ors) -> None:
+    http = ors.http
+    assert http.get("/v1/environments/me/wordle/required-secrets").json() == {"secrets": []}
+    assert http.get("/v1/environments//wordle/required-secrets").json() == {"secrets": []}  # no namespace
+    assert http.get("/v1/environments/me/wordle/task-difficulty", params={"split": "test"}).json() == {"tasks": []}
+    other = http.get("/v1/environments/me/chess/required-secrets")
+    assert other.status_code == 404 and "not 'chess'" in other.json()["detail"]
+    minted = ors.new_sid()  # what the SDK's Environment.get_prompt(task) sends: an id, no task
+    early = http.get("/wordle/prompt", headers={"X-Session-ID": minted})
+    assert early.status_code == 404 and "has no task yet: POST /create" in early.json()["detail"]

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
-from omnienv.core import EpisodeOverError, UnknownEnvironmentError
+from omnienv.core import EpisodeOverError, ImageBlock, Task, UnknownEnvironmentError
 from omnienv.dialects._text import TextSession, prompt_text, resolve_env
-from tests.dialects.envs import AsyncCounter, Counter
+from tests.dialects.envs import PNG, AsyncCounter, Counter, Snapshot
 
 
 def test_a_reply_with_several_calls_is_one_turn() -> None:
@@ -79,3 +81,14 @@ def test_resolve_env_accepts_names_classes_and_instances() -> None:
 def test_prompt_text_matches_the_seeded_episode() -> None:
     assert prompt_text(Counter, None, 7) == TextSession(Counter).reset(seed=7)
     assert prompt_text(AsyncCounter, None, 7) == "Reach 3."
+
+
+def test_reset_keeps_the_prompt_images_its_text_leaves_out() -> None:
+    class Shown(Snapshot):
+        def setup(self, task: Task | None, rng: random.Random) -> list[str | ImageBlock]:
+            return ["Look.", ImageBlock(PNG)]
+
+    session = TextSession(Shown)
+    assert session.reset() == "Look." and session.prompt_images == (ImageBlock(PNG),)
+    session = TextSession(Counter)
+    assert session.reset() and session.prompt_images == ()

@@ -39,8 +39,15 @@ def test_spawn_and_failure(lines: list[dict]) -> None:
     (spawn,) = by_kind(lines, "spawn")
     assert spawn == {"kind": "spawn", "type": "GemEnv", "fresh": True, "resets": True}
     (failure,) = by_kind(lines, "failure")
-    assert (failure["reward"], failure["terminated"], failure["truncated"]) == (0.0, False, True)
+    assert failure["reward_is_nan"]  # no reward at all for a void episode, never a 0
+    assert (failure["terminated"], failure["truncated"]) == (False, True)
     assert failure["failure"]["kind"] == "env_error"
+
+
+def test_an_image_reaches_the_agent_as_gems_visual_observation(lines: list[dict]) -> None:
+    (image,) = by_kind(lines, "image")
+    assert image["prompt_is_text"] and image["keys"] == ["images", "text"] and image["text"] == "a 1x1 screen"
+    assert image["images"] == [["RGB", [1, 1]]] and image["pil"]
 
 
 def test_example_runs_as_written() -> None:

@@ -1,14 +1,17 @@
-"""nemo-gym 0.7.0's own ``ServerClient`` and ``SimpleAgent`` seed, play and verify Wordle on our server.
+"""nemo-gym 0.7.0's own ``ServerClient``, agents and ``ng_collect_rollouts`` on our resources servers.
 
-Our server and the dataset exporter run here, in the main virtualenv; the scripts
-(``tests/peers/nemo_gym/play_wordle.py``, and ``simple_agent.py`` for NeMo's own agent loop) run in
+Our servers, the dataset exporter and the scripted model run here, in the main virtualenv; the
+scripts (``tests/peers/nemo_gym/play_wordle.py``, ``simple_agent.py`` for NeMo's own agent loop,
+``collect_rollouts.py`` for NeMo's rollout collection through its ``legacy_agent`` relays) run in
 nemo-gym's virtualenv (Python 3.11, installed by ``tests/peers/nemo_gym/install.sh``), with no Ray.
 """
 
 from __future__ import annotations
 
+import json
 import subprocess
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +20,15 @@ import pytest
 
 from omnienv.app import create_app
 from omnienv.dialects.nemo_gym import nemo_gym_rows
+from omnienv.dialects.nemo_gym_gymnasium import nemo_gym_app
 from omnienv.envs.wordle import Wordle
 from omnienv.server import running
+from tests.matrix.cells import MatrixWordle
+from tests.matrix.model import scripted_model
 from tests.peerenv import PEERS, ROOT, peer_python
 from tests.peers._run import by_kind, run_json
+
+AGENTS = "responses_api_agents"
 
 
 @pytest.fixture(scope="module")
@@ -94,5 +102,49 @@ def test_nemo_simple_agent_runs_rollouts_on_our_server(tmp_path: Path) -> None:
     assert [run["task_id"] for run in runs] == ["test/0000", "test/0001"]
     for run in runs:
         assert run["reward"] == 1.0 + 0.5 * (1 - run["guesses"] / 6) and run["mask_sample"] is False
-        assert run["last"]["done"] is True and "Correct!" in run["last"]["output"]
+        assert run["done"] is True and "Correct!" in run["last"]  # /verify's done; the body is the text
     assert left_open == 2  # simple_agent's /run never calls /close_session: the idle reaper frees them
+
+
+def test_ng_collect_rollouts_collects_episodes_end_to_end(tmp_path: Path) -> None:
+    """NeMo's own ``ng_collect_rollouts`` (through its ``legacy_agent`` relays) on our servers:
+    ``simple_agent`` and ``gymnasium_agent`` rollouts scored, a crash masked by ``mask_sample``."""
+    python = peer_python("nemo_gym")
+    rows = list(nemo_gym_rows(MatrixWordle, "test", limit=2))
+    with ExitStack() as stack, pytest.MonkeyPatch.context() as patch:
+        simple = create_app(MatrixWordle)
+        gym = nemo_gym_app(MatrixWordle)
+        simple_url, gym_url = stack.enter_context(running(simple)), stack.enter_context(running(gym))
+        model, _ = stack.enter_context(scripted_model("wordle"))
+        crash_model, _ = stack.enter_context(scripted_model("wordle", crash=True))
+        lanes = [
+            {"name": "wordle_simple", "agent": "simple_agent", "resources": simple_url, "model": model},
+            {"name": "wordle_gym", "agent": "gymnasium_agent", "resources": gym_url, "model": model},
+            {"name": "wordle_crash", "agent": "simple_agent", "resources": simple_url, "model": crash_model},
+        ]
+        data = [
+            *({**row, "agent_ref": {"type": AGENTS, "name": "wordle_simple"}} for row in rows),
+            {**rows[0], "agent_ref": {"type": AGENTS, "name": "wordle_gym"}},
+            {**rows[1], "agent_ref": {"type": AGENTS, "name": "wordle_crash"}},
+        ]
+        patch.setenv("OMNIENV_NEMO", json.dumps({"lanes": lanes, "rows": data, "out": str(tmp_path / "out")}))
+        lines = run_json(python, PEERS / "nemo_gym" / "collect_rollouts.py", timeout=300)
+        left_open = gym.state.manager.active
+    rollouts = [line["rollout"] for line in by_kind(lines, "rollout")]
+    by_lane: dict[str, list[dict[str, Any]]] = {}
+    for rollout in rollouts:
+        by_lane.setdefault(rollout["agent_ref"]["name"], []).append(rollout)
+    assert sorted(rollout["task_id"] for rollout in by_lane["wordle_simple"]) == ["test/0000", "test/0001"]
+    for rollout in by_lane["wordle_simple"]:
+        assert rollout["reward"] > 1.0 and rollout["done"] is True and rollout["mask_sample"] is False
+    (played,) = by_lane["wordle_gym"]
+    assert played["reward"] > 1.0 and played["terminated"] is True  # /step's rewards, summed by NeMo
+    assert left_open == 0  # gymnasium_agent closes what it opened (/close)
+    (crashed,) = by_lane["wordle_crash"]
+    assert crashed["mask_sample"] is True and crashed["failure_kind"] == "omnienv:env_error"
+    assert "sandbox died" in crashed["failure_reason"]
+    assert not [line for line in lines if line["kind"] == "failure"]
+    (metrics,) = by_kind(lines, "metrics")
+    agents = {entry["agent_ref"]["name"]: entry["agent_metrics"] for entry in metrics["metrics"]}
+    assert agents["wordle_simple"]["num_rollouts"] == 2 and agents["wordle_simple"]["mean/reward"] > 1.0
+    assert agents["wordle_crash"]["num_masked"] == 1 and agents["wordle_crash"]["mean/reward"] is None

@@ -1,7 +1,11 @@
 """OpenEnv 0.10.0's own clients and tools against our Wordle server.
 
 The clients run in OpenEnv's virtualenv (``tests/peers/openenv/wordle_client.py``): GenericEnvClient
-(sync, dual-mode, async), a typed EnvClient subclass, MCPToolClient, plus ``openenv validate --url``.
+(sync, dual-mode, async), a typed EnvClient subclass, MCPToolClient (async and sync), every public
+method of theirs (``reset``, ``step``, ``state``, ``close``, ``connect``, ``disconnect``,
+``new_session``, ``sync``, ``base_url``, ``list_tools``, ``call_tool``, ``get_tool``, ``has_tool``)
+but the two that start a Docker container or a Hugging Face Space (``from_docker_image``,
+``from_env``), plus ``openenv validate --url``.
 This module starts the servers, computes the answer of a known task with our Wordle, and asserts on
 what OpenEnv's side reported. The same assertions also run against a Wordle served by OpenEnv itself
 (``benchmarks/openenv_wordle``), which proves they describe OpenEnv's behaviour and not merely ours.
@@ -32,6 +36,7 @@ SCRIPT = ROOT / "tests" / "peers" / "openenv" / "wordle_client.py"
 TASK_ID = "test/0003"
 GAMES = ("generic-sync", "generic-dual", "generic-async", "typed-sync", "typed-async")
 SERVERS = ("omnienv", "openenv")
+OTHERS = ("validation", "mcp-tool-client", "mcp-tool-client-sync", "lifecycle-sync", "lifecycle-async")
 START_DEADLINE_S = 60.0
 CLIENT_TIMEOUT_S = 120.0
 
@@ -147,7 +152,7 @@ def _run_client(openenv_python: Path, url: str, solution: Solution, *scenarios: 
 def played(request: pytest.FixtureRequest, openenv_python: Path, solution: Solution) -> dict[str, dict]:
     """Every game scenario and the validation scenario, against one server with room to spare."""
     with _server(request.param, 8, openenv_python) as url:
-        played = _run_client(openenv_python, url, solution, *GAMES, "validation", "mcp-tool-client")
+        played = _run_client(openenv_python, url, solution, *GAMES, *OTHERS)
         validate = subprocess.run(
             [str(openenv_python.with_name("openenv")), "validate", "--url", url, "--json"],
             capture_output=True,
@@ -224,6 +229,74 @@ def test_openenv_mcp_tool_client(played: dict[str, dict], solution: Solution) ->
     assert f"1. {wrong.upper()}" in record["history"]["text"]
     assert record["last"].startswith(f"{answer.upper()} 🟩🟩🟩🟩🟩")
     assert record["state"]["episode_id"]
+    assert set(record["fresh_tools"]) == {"guess", "get_history"}  # list_tools(use_cache=False) asks again
+    assert record["guess_schema"]["properties"]["word"]["type"] == "string"  # get_tool
+    assert record["missing_tool"] is None and record["has"] == [True, False]  # get_tool, has_tool
+
+
+def test_openenv_mcp_tool_client_in_sync_code(played: dict[str, dict], solution: Solution) -> None:
+    """``MCPToolClient(...).sync()``: list_tools, has_tool and call_tool through SyncEnvClient's delegation."""
+    wrong, answer = solution
+    record = played["mcp-tool-client-sync"]
+    _no_error(record)
+    assert record["reset_done"] is False and set(record["tools"]) == {"guess", "get_history"}
+    assert record["has"] == [True, False]
+    assert record["first"].startswith(f"{wrong.upper()} ")
+    assert record["last"].startswith(f"{answer.upper()} 🟩🟩🟩🟩🟩")
+    assert record["state"]["episode_id"]  # (OpenEnv's own server does not count /mcp calls as steps; we do)
+
+
+def _sessions_apart(record: dict, wrong: str, answer: str) -> None:
+    """``new_session``: a child plays its own episode beside its parent's, on its own socket."""
+    assert record["parent_win"]["done"] is True and record["parent_win"]["reward"] == pytest.approx(_win_reward(1))
+    parent, child = record["parent_state"], record["child_state"]
+    assert parent["guesses"] == [answer] and child["guesses"] == [wrong]
+    assert parent["episode_id"] != child["episode_id"]
+
+
+@pytest.mark.parametrize("scenario", ["lifecycle-sync", "lifecycle-async"])
+def test_openenv_client_lifecycle(played: dict[str, dict], scenario: str, solution: Solution) -> None:
+    """The rest of the client's public surface: ``base_url``, ``connect``/``disconnect`` (a new socket is a
+    new session), ``new_session``, ``close``; sync: EnvClient's own ``with``, ``GenericAction``, ``async_client``."""
+    wrong, answer = solution
+    record = played[scenario]
+    _no_error(record)
+    assert record["base_url"].startswith("http://127.0.0.1:")
+    _sessions_apart(record, wrong, answer)
+    if scenario == "lifecycle-sync":
+        assert record["first"]["text"].startswith(f"{wrong.upper()} ")  # a GenericAction is a plain action
+        assert record["before"]["guesses"] == [wrong]
+        win = record["reconnected"]  # the new session's episode never saw the wrong guess
+        assert win["done"] is True and win["reward"] == pytest.approx(_win_reward(1))
+        assert record["after"]["guesses"] == [answer]
+        assert record["after"]["episode_id"] != record["before"]["episode_id"]
+        assert record["async_client"] == "GenericEnvClient"
+    else:
+        assert record["after_reconnect"]["step_count"] == 0
+        assert record["after_reconnect"]["episode_id"] not in (
+            record["parent_state"]["episode_id"],
+            record["child_state"]["episode_id"],
+        )
+
+
+def test_a_crash_reaches_openenv_clients_as_a_void_step(openenv_python: Path, solution: Solution) -> None:
+    """A step our server could not run is OpenEnv's void step, never "reward 0 and done": reward null,
+    done, the failure in metadata (where OpenEnv's clients keep extras), and no step after it."""
+    from omnienv.app import create_app
+    from omnienv.server import running
+    from tests.matrix.cells import CRASH, MatrixWordle
+
+    with running(create_app(MatrixWordle)) as url:
+        record = _run_client(openenv_python, url, (CRASH, solution[1]), "crash")["crash"]
+    _no_error(record)
+    generic, typed = record["generic"], record["typed"]
+    assert generic["reward"] is None and generic["done"] is True
+    assert "the sandbox died" in generic["observation_metadata"]["failure"]["message"]
+    assert generic["metadata"] == generic["observation_metadata"]  # StepResult.metadata too
+    assert generic["error"]["error_type"] == "execution_error"
+    assert record["after"] and "(code: EPISODE_OVER)" in record["after"]
+    assert typed["observation_type"] == "CallToolObservation" and typed["error_type"] == "execution_error"
+    assert typed["reward"] is None and typed["done"] is True and typed["metadata"]["failure"]
 
 
 def test_openenv_validate_url_passes(played: dict[str, dict]) -> None:

@@ -73,3 +73,43 @@ def test_example_runs_as_written() -> None:
     )
     assert result.returncode == 0, result.stderr[-4000:]
     assert result.stdout.count("Correct!") == 2 and "splits ['train', 'test']" in result.stdout
+
+
+def test_every_public_method_of_the_environment_and_session() -> None:
+    """Each public method of the SDK's ``Environment`` and ``Session``, listed from its source."""
+    python = peer_python("openreward")
+    with pytest.MonkeyPatch.context() as patch, running(create_app(Wordle)) as url:
+        patch.setenv("OMNIENV_URL", url)
+        lines = run_json(python, PEERS / "openreward" / "every_method.py", timeout=180)
+    (public,) = by_kind(lines, "public")
+    results = {(line["owner"], line["name"].split("/")[0]): line for line in by_kind(lines, "method")}
+    for owner in ("environment", "session"):
+        assert {name for kind, name in results if kind == owner} == set(public[owner])  # none left out
+    errors = {key: line["error"] for key, line in results.items() if "error" in line}
+    assert set(errors) == {
+        ("environment", "get_prompt"),  # sends a bare minted id, no task: no server can know the prompt
+        ("session", "call_terminal_tool"),  # ours have no @terminal tool: the SDK's own refusal
+        ("session", "score_group"),  # no group scoring: the SDK's own ScoreGroupUnsupported
+    }, errors
+    assert "has no task yet: POST /create" in errors["environment", "get_prompt"]
+    assert errors["session", "call_terminal_tool"].startswith("ToolCallError: not_found")
+    assert errors["session", "score_group"].startswith("ScoreGroupUnsupported")
+
+    def value(owner: str, name: str) -> Any:
+        return next(
+            line["value"] for line in by_kind(lines, "method") if (line["owner"], line["name"]) == (owner, name)
+        )
+
+    assert value("environment", "deployment_name") == "local/wordle"
+    assert value("environment", "num_tasks") == len(Wordle.tasks("test"))
+    assert value("environment", "get_task")["task_spec"]["id"] == "test/0003"
+    assert [task["task_spec"]["id"] for task in value("environment", "get_task_range")] == ["test/0001", "test/0002"]
+    assert value("environment", "list_required_secrets") == []
+    assert value("environment", "get_task_difficulty") == []  # this server logs no rollouts
+    assert value("environment", "terminal_tool") is None and value("session", "is_assistant_message_final") is False
+    assert value("session", "version")["version"]
+    assert "Wordle" in value("session", "get_prompt")[0]["text"]
+    assert value("session", "get_messages/openai")[0]["role"] == "user"
+    assert value("session", "call_tool")["reward"] == 0.0 and value("session", "call_tool")["finished"] is False
+    for form in ("None", "openrouter", "anthropic", "google"):
+        assert len(value("environment", f"list_tools/{form}")) == 2

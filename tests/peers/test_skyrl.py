@@ -41,6 +41,8 @@ def test_empty_prompt_gets_tools_and_the_env_prompt(lines: list[dict]) -> None:
 def test_an_image_reaches_the_model_as_an_image_part(lines: list[dict]) -> None:
     (image,) = by_kind(lines, "image")
     assert image["parts"] == ["text", "image_url"] and image["png"] is True
+    (prompt,) = by_kind(lines, "prompt_image")
+    assert prompt["parts"] == ["text", "image_url"]
 
 
 def test_failure_ends_the_episode_flagged(lines: list[dict]) -> None:

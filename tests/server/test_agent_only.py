@@ -160,6 +160,7 @@ def test_the_operator_starts_the_episode_and_the_agent_plays_it_over_mcp(agent_o
     eventually(lambda: not agent_only.served.manager.sessions[session_id].attached)
     state = agent_only.get(f"/operator/sessions/{session_id}/state", headers=operator(agent_only)).json()
     assert state["data"]["done"] is True and state["data"]["step_count"] == len(texts)
+    assert state["data"]["reward"] == 1.0 + 0.5 * (1 - len(texts) / 6)  # the score, for the operator alone
     again = agent_only.post(
         f"/operator/sessions/{session_id}/reset", json={"task_id": "test/0004"}, headers=operator(agent_only)
     )

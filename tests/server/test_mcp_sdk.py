@@ -17,7 +17,7 @@ from mcp.client.streamable_http import streamable_http_client
 from omnienv.core import Environment, Failure, ImageBlock, Observation, StepResult, Task, ToolError, ToolResult, tool
 from omnienv.envs.wordle.solver import next_guess, read_marks
 from omnienv.server.mcp_sdk import OPENING_URI, tool_result
-from tests.server.conftest import eventually
+from tests.server.conftest import Crash, eventually
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16
 TIMEOUT = 60
@@ -133,6 +133,21 @@ def test_images_and_tool_errors_map_to_mcp_content(serve) -> None:
     assert drawn.structured_content is None and drawn.meta is None  # reward stays with infrastructure
     assert failed.is_error is True and "cannot do that: try draw" in failed.content[0].text
     assert unknown.is_error is True and "nope" in unknown.content[0].text
+
+
+def test_a_crash_is_an_error_result_saying_the_episode_is_void_then_calls_are_refused(serve) -> None:
+    """MCP has no reward to withhold: a void episode is an ``isError`` result that says so, and the
+    episode takes no further call (its reward, None, stays with the infrastructure)."""
+    url, _ = serve(Crash)
+
+    async def main() -> tuple[Any, Any]:
+        async with http_session(f"{url}/mcp") as session:
+            return await session.call_tool("boom", {}), await session.call_tool("boom", {})
+
+    crashed, after = run(main())
+    assert crashed.is_error is True and "void" in crashed.content[0].text
+    assert crashed.structured_content is None and crashed.meta is None
+    assert after.is_error is True and after.content[0].text.startswith("EPISODE_OVER:")
 
 
 def test_tool_result_flags_infrastructure_failures() -> None:

@@ -77,6 +77,7 @@ class Desktop(ComputerTools, AsyncEnvironment):
     """Operate a Linux desktop (terminal, editor, spreadsheet, file manager, calculator) by mouse and keyboard."""
 
     name = "desktop"
+    shows_images = True
     splits = ("train", "test")
     max_turns = 30
     rubric = Rubric(task_completed)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import math
 
 import gem
+from PIL import Image
 
 from omnienv.dialects.gem import GemEnv, register
 from omnienv.envs.wordle.solver import next_guess, read_marks
-from tests.dialects.envs import Counter
+from tests.dialects.envs import Counter, Snapshot
 
 
 def main() -> None:
@@ -82,10 +84,28 @@ def main() -> None:
         json.dumps(
             {
                 "kind": "failure",
-                "reward": reward,
+                "reward_is_nan": isinstance(reward, float) and math.isnan(reward),
                 "terminated": terminated,
                 "truncated": truncated,
                 "failure": info.get("failure"),
+            }
+        )
+    )
+
+    viewer = GemEnv(Snapshot)
+    first, _ = viewer.reset(seed=0)
+    seen, *_ = viewer.step('<tool_call>{"name": "look", "arguments": {}}</tool_call>')
+    shown = seen if isinstance(seen, dict) else {"text": seen, "images": []}
+    pictures = shown["images"]
+    print(
+        json.dumps(
+            {
+                "kind": "image",
+                "prompt_is_text": isinstance(first, str),
+                "keys": sorted(seen) if isinstance(seen, dict) else "text only",
+                "text": shown["text"],
+                "images": [[im.mode, list(im.size)] for im in pictures],
+                "pil": bool(pictures) and all(isinstance(im, Image.Image) for im in pictures),
             }
         )
     )

@@ -62,8 +62,9 @@ async def play(client: ServerClient, row: dict[str, object]) -> dict[str, object
         word = next_guess(history)
         reply = await client.post(server_name=SERVER, url_path="/guess", json={"word": word}, cookies=cookies)
         assert reply.status == 200, await reply.text()
-        body = await reply.text()  # NeMo's agent hands the raw body to the model
-        outputs.append(json.loads(body)["output"])
+        body = await reply.text()  # NeMo's agent hands the raw body to the model: the observation's text
+        outputs.append(body)
+        done = reply.headers.get("X-Omnienv-Done") == "true"
         call_id = f"call_{turn}"
         items.append(
             {
@@ -80,6 +81,7 @@ async def play(client: ServerClient, row: dict[str, object]) -> dict[str, object
         assert marks is not None, outputs[-1]
         history.append(marks)
         if marks[1] == "🟩" * 5:
+            assert done, "the winning guess ends the episode"
             break
     verify_body = {**row, "response": response_object(items)}
     verified = await client.post(server_name=SERVER, url_path="/verify", json=verify_body, cookies=cookies)

@@ -52,7 +52,7 @@ def scripted_model() -> FastAPI:
         history = []
         for item in body.get("input", []):
             if isinstance(item, dict) and item.get("type") == "function_call_output":
-                marks = read_marks(json.loads(item["output"]).get("output", ""))
+                marks = read_marks(item["output"])  # our tool replies are the observation's text
                 if marks:
                     history.append(marks)
         calls["n"] += 1
@@ -117,9 +117,7 @@ def rollouts(agent_port: int, rows: list[dict[str, Any]]) -> None:
         body = reply.json()
         assert reply.status_code == 200, body
         calls = [item for item in body["response"]["output"] if item["type"] == "function_call"]
-        outputs = [
-            json.loads(item["output"]) for item in body["response"]["output"] if item["type"] == "function_call_output"
-        ]
+        outputs = [item["output"] for item in body["response"]["output"] if item["type"] == "function_call_output"]
         print(
             json.dumps(
                 {
@@ -129,6 +127,7 @@ def rollouts(agent_port: int, rows: list[dict[str, Any]]) -> None:
                     "guesses": len(calls),
                     "last": outputs[-1],
                     "mask_sample": body["mask_sample"],
+                    "done": body["done"],
                 }
             ),
             flush=True,

@@ -2,9 +2,11 @@
 
 Usage: ``python wordle_client.py URL TASK_ID WRONG_WORD ANSWER SCENARIO...`` where SCENARIO is one of
 ``generic-sync``, ``generic-dual``, ``generic-async``, ``typed-sync``, ``typed-async``, ``validation``,
-``capacity``, ``mcp-tool-client``. Prints one JSON line per scenario: what the client saw, so the
-calling test asserts on OpenEnv's view of the server rather than on ours. A scenario that raises
-prints ``{"error": ...}`` instead and the script goes on with the next one.
+``capacity``, ``mcp-tool-client``, ``mcp-tool-client-sync``, ``lifecycle-sync``, ``lifecycle-async``, ``crash``.
+Prints one JSON line per scenario: what the client saw, so the calling test asserts on OpenEnv's view
+of the server rather than on ours. A scenario that raises prints ``{"error": ...}`` instead and the
+script goes on with the next one. ``from_docker_image`` and ``from_env`` are left out: they start a
+Docker container or a Hugging Face Space, not a client of a running server.
 
 The typed client below is written the way an environment author writes one against OpenEnv's public
 API (``EnvClient`` subclass, OpenEnv's MCP action/observation models), so shape drift that
@@ -20,7 +22,7 @@ import time
 import traceback
 from typing import Any
 
-from openenv.core import EnvClient, GenericEnvClient, MCPToolClient
+from openenv.core import EnvClient, GenericAction, GenericEnvClient, MCPToolClient
 from openenv.core.client_types import StepResult
 from openenv.core.env_server import (
     CallToolAction,
@@ -227,6 +229,60 @@ def typed_async(url: str, *game: str) -> dict[str, Any]:
     return asyncio.run(run())
 
 
+def lifecycle_sync(url: str, task_id: str, wrong: str, answer: str) -> dict[str, Any]:
+    """The rest of the sync surface: ``EnvClient``'s own ``with``, ``base_url``, ``GenericAction``,
+    ``disconnect``/``connect`` (a fresh session), and ``SyncEnvClient``'s ``new_session``/``async_client``."""
+    out: dict[str, Any] = {}
+    with GenericEnvClient(base_url=url) as env:
+        out["base_url"] = env.base_url
+        env.reset(task_id=task_id)
+        action = GenericAction(type="call_tool", tool_name="guess", arguments={"word": wrong})
+        out["first"] = _record("wrong", env.step(action))
+        out["before"] = _state_dict(env.state())
+        env.disconnect()
+        env.connect()  # a new socket is a new session: the old episode is gone
+        env.reset(task_id=task_id)
+        out["reconnected"] = _record("answer", env.step(_guess(answer, False)))
+        out["after"] = _state_dict(env.state())
+    with GenericEnvClient(base_url=url).sync() as parent:
+        out["async_client"] = type(parent.async_client).__name__
+        parent.reset(task_id=task_id)
+        child = parent.new_session()
+        child.reset(task_id=task_id)
+        child.step(_guess(wrong, False))
+        out["parent_win"] = _record("answer", parent.step(_guess(answer, False)))
+        out["parent_state"] = _state_dict(parent.state())
+        out["child_state"] = _state_dict(child.state())
+    return out
+
+
+def lifecycle_async(url: str, task_id: str, wrong: str, answer: str) -> dict[str, Any]:
+    """The async surface beyond ``async with``: explicit ``connect``/``close``, ``new_session``."""
+
+    async def run() -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        parent = GenericEnvClient(base_url=url)
+        await parent.connect()
+        try:
+            out["base_url"] = parent.base_url
+            await parent.reset(task_id=task_id)
+            child = await parent.new_session()
+            await child.reset(task_id=task_id)
+            await child.step(_guess(wrong, False))
+            out["parent_win"] = _record("answer", await parent.step(_guess(answer, False)))
+            out["parent_state"] = _state_dict(await parent.state())
+            out["child_state"] = _state_dict(await child.state())
+            await parent.disconnect()
+            await parent.connect()
+            await parent.reset(task_id=task_id)
+            out["after_reconnect"] = _state_dict(await parent.state())
+        finally:
+            await parent.close()  # closes the child too
+        return out
+
+    return asyncio.run(run())
+
+
 def mcp_tool_client(url: str, task_id: str, wrong: str, answer: str) -> dict[str, Any]:
     """0.10.0's ``MCPToolClient`` (production mode): tools over ``POST /mcp``, reset/step over ``/ws?session_id=``."""
 
@@ -236,6 +292,11 @@ def mcp_tool_client(url: str, task_id: str, wrong: str, answer: str) -> dict[str
             reset = await env.reset(task_id=task_id)
             out["reset_done"] = reset.done
             out["tools"] = [t.name for t in await env.list_tools()]
+            out["fresh_tools"] = [t.name for t in await env.list_tools(use_cache=False)]
+            guess = await env.get_tool("guess")
+            out["guess_schema"] = guess.input_schema if guess is not None else None
+            out["missing_tool"] = await env.get_tool("teleport")
+            out["has"] = [await env.has_tool("get_history"), await env.has_tool("teleport")]
             out["first"] = str(await env.call_tool("guess", word=wrong))
             out["history"] = _record("history", await env.step(CallToolAction(tool_name="get_history", arguments={})))
             out["last"] = str(await env.call_tool("guess", word=answer))
@@ -243,6 +304,53 @@ def mcp_tool_client(url: str, task_id: str, wrong: str, answer: str) -> dict[str
         return out
 
     return asyncio.run(run())
+
+
+def mcp_tool_client_sync(url: str, task_id: str, wrong: str, answer: str) -> dict[str, Any]:
+    """``MCPToolClient(...).sync()``: its MCP methods reached through ``SyncEnvClient``'s delegation."""
+    out: dict[str, Any] = {}
+    with MCPToolClient(base_url=url).sync() as env:
+        out["reset_done"] = env.reset(task_id=task_id).done
+        out["tools"] = [t.name for t in env.list_tools()]
+        out["has"] = [env.has_tool("guess"), env.has_tool("teleport")]
+        out["first"] = str(env.call_tool("guess", word=wrong))
+        out["last"] = str(env.call_tool("guess", word=answer))
+        out["state"] = _state_dict(env.state())
+    return out
+
+
+def crash(url: str, task_id: str, wrong: str, answer: str) -> dict[str, Any]:
+    """A guess the server cannot run (``wrong`` kills its sandbox): what the generic and the typed client read."""
+    out: dict[str, Any] = {}
+    with GenericEnvClient(base_url=url).sync() as env:
+        env.reset(task_id=task_id)
+        result = env.step(_guess(wrong, False))
+        observation = result.observation
+        out["generic"] = {
+            "reward": result.reward,
+            "done": result.done,
+            "metadata": result.metadata,
+            "observation_metadata": observation.get("metadata"),
+            "error": observation.get("error"),
+        }
+        out["after"] = _server_error(lambda: env.step(_guess(answer, False)))
+
+    async def typed() -> dict[str, Any]:
+        async with MCPToolClient(base_url=url) as env:
+            await env.reset(task_id=task_id)
+            result = await env.step(CallToolAction(tool_name="guess", arguments={"word": wrong}))
+            obs = result.observation
+            error = getattr(obs, "error", None)
+            return {
+                "reward": result.reward,
+                "done": result.done,
+                "observation_type": type(obs).__name__,
+                "metadata": obs.metadata,
+                "error_type": error.error_type.value if error is not None else None,
+            }
+
+    out["typed"] = asyncio.run(typed())
+    return out
 
 
 def _server_error(call: Any) -> str | None:
@@ -308,6 +416,10 @@ SCENARIOS = {
     "validation": validation,
     "capacity": capacity,
     "mcp-tool-client": mcp_tool_client,
+    "mcp-tool-client-sync": mcp_tool_client_sync,
+    "lifecycle-sync": lifecycle_sync,
+    "lifecycle-async": lifecycle_async,
+    "crash": crash,
 }
 
 

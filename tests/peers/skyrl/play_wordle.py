@@ -4,13 +4,22 @@ from __future__ import annotations
 
 import base64
 import json
+import random
 
 import skyrl_gym
 from skyrl_gym.envs.base_text_env import BaseTextEnv
 
+from omnienv.core import ImageBlock, Task
 from omnienv.dialects.skyrl_gym import SkyRLTextEnv, dataset_rows, register
 from omnienv.envs.wordle.solver import next_guess, read_marks
 from tests.dialects.envs import PNG, Counter, Snapshot
+
+
+class Shown(Snapshot):
+    """A prompt that shows the screen too."""
+
+    def setup(self, task: Task | None, rng: random.Random) -> list[str | ImageBlock]:
+        return ["Look at the screen.", ImageBlock(PNG)]
 
 
 def play(row: dict) -> dict:
@@ -64,6 +73,11 @@ def main() -> None:
     parts = [part["type"] for part in seen] if isinstance(seen, list) else "text only"
     url = next((part["image_url"]["url"] for part in seen if part["type"] == "image_url"), "") if parts else ""
     print(json.dumps({"kind": "image", "parts": parts, "png": base64.b64decode(url.split(",", 1)[-1]) == PNG}))
+    # So does an image in the prompt, when the environment writes the prompt (an empty one given).
+    conversation, _ = SkyRLTextEnv({}, {}, env=Shown).init([])
+    content = conversation[-1]["content"]
+    prompt_parts = [part["type"] for part in content] if isinstance(content, list) else "text only"
+    print(json.dumps({"kind": "prompt_image", "parts": prompt_parts}))
     # A crash ends the episode and is flagged, never scored.
     crash = SkyRLTextEnv({}, {"max_turns": 5}, env=Counter)
     crash.init([])
