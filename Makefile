@@ -21,7 +21,7 @@ system-deps:
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev,server,llm,jupyter,desktop,ray]'
+	$(BIN)/pip install --quiet --no-compile -e '.[dev,server,llm,jupyter,desktop,ray]'
 	@rm -f $(VENV)/.installed-* && touch $@
 
 demo: install
@@ -33,7 +33,7 @@ test: install
 	$(BIN)/ruff check $(SOURCES)
 	$(BIN)/ruff format --check $(SOURCES)
 	$(BIN)/mypy
-	$(BIN)/pytest -q --cov=omnienv --cov-report=term-missing:skip-covered --cov-fail-under=88
+	$(BIN)/pytest -q --durations=25 --cov=omnienv --cov-report=term-missing:skip-covered --cov-fail-under=88
 
 lint: install
 	$(BIN)/ruff check $(SOURCES)

@@ -38,7 +38,17 @@ def peer_python(name: str, python: str = "python3.11") -> Path:
         if not (stamp.exists() and stamp.read_text() == wanted):
             shutil.rmtree(venv, ignore_errors=True)
             subprocess.run([shutil.which(python) or sys.executable, "-m", "venv", str(venv)], check=True)
-            pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+            # --no-compile: Python compiles the modules a test imports on first use; compiling every installed
+            # file (torch, ray, pandas...) up front is CPU time the suite never needs
+            pip = [
+                str(venv / "bin" / "python"),
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                "--no-compile",
+            ]
             env = {**os.environ, "PIP_NO_INPUT": "1"}
             subprocess.run([*pip, "-r", str(requirements)], check=True, env=env, cwd=PEERS / name)
             if install.exists():

@@ -94,6 +94,25 @@ ROLLOUT = {
 
 PINS: dict[str, set[str]] = {
     "omnienv": CORE | {"__version__"},
+    "omnienv.capture": {
+        "ATIF_SCHEMA_VERSION",
+        "EPISODE_HEADER",
+        "OPENENV_TRACE_SCHEMA_VERSION",
+        "CallLog",
+        "CaptureProxy",
+        "EpisodeLike",
+        "ModelCall",
+        "TokenSegment",
+        "TrainingRecord",
+        "build_segments",
+        "create_proxy_app",
+        "iter_records",
+        "read_records",
+        "to_atif",
+        "to_openenv_trace",
+        "to_trl_rollout",
+        "write_records",
+    },
     "omnienv.cli": set(),
     "omnienv.client": {
         "AsyncHTTPClient",

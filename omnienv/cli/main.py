@@ -12,6 +12,7 @@ from omnienv.cli.listing import list_envs
 from omnienv.cli.mcp import mcp
 from omnienv.cli.new import new
 from omnienv.cli.play import play
+from omnienv.cli.proxy import proxy
 from omnienv.cli.rollout import rollout
 from omnienv.cli.serve import serve
 from omnienv.cli.view import view
@@ -32,6 +33,7 @@ app.command()(mcp)
 app.command()(new)
 app.command()(demo)
 app.command()(view)
+app.command()(proxy)
 app.add_typer(export_app, name="export")
 
 

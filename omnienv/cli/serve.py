@@ -54,6 +54,14 @@ def serve(
             "host are always answered; binding 0.0.0.0 needs the names clients use",
         ),
     ] = None,
+    nemo_gym: Annotated[
+        bool,
+        typer.Option(
+            "--nemo-gym",
+            help="Serve NeMo Gym's resources-server routes alone, for its own agents: simple_agent's "
+            "(/seed_session, a POST per tool, /verify) and gymnasium_agent's (/reset, /step, /close)",
+        ),
+    ] = False,
     allow_origin: Annotated[
         list[str] | None,
         typer.Option(
@@ -100,6 +108,14 @@ def serve(
             f"with POST /operator/sessions, header 'Authorization: Bearer {config.operator_token}'",
             soft_wrap=True,
         )
+    if nemo_gym:
+        if ray is not None or agent_only:
+            raise fail("--nemo-gym serves NeMo Gym's routes alone, on this process: drop --ray and --agent-only")
+        from omnienv.dialects.nemo_gym_gymnasium import nemo_gym_app
+
+        console.print(f"NeMo Gym resources server: point its agents at http://{host}:{port}", soft_wrap=True)
+        run(nemo_gym_app(cls, config), host, port, log_level=log_level)
+        return
     if ray is not None:
         try:
             from omnienv.ray.serving import serve_on_ray

@@ -10,11 +10,11 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from omnienv.core.adapters import as_sync
-from omnienv.core.content import Block, TextBlock
+from omnienv.core.content import Block, ImageBlock, TextBlock
 from omnienv.core.env import AsyncEnvironment, Environment, EnvironmentBase
 from omnienv.core.tasks import Task
 
-__all__ = ["nemo_gym_rows", "nemo_gym_task_rows", "nemo_gym_tools"]
+__all__ = ["input_content", "nemo_gym_rows", "nemo_gym_task_rows", "nemo_gym_tools"]
 
 
 def nemo_gym_tools(env_class: type[EnvironmentBase]) -> list[dict[str, Any]]:
@@ -31,16 +31,18 @@ def nemo_gym_tools(env_class: type[EnvironmentBase]) -> list[dict[str, Any]]:
     ]
 
 
-def _input_content(blocks: Sequence[Block]) -> str | list[dict[str, Any]]:
+def input_content(blocks: Sequence[Block]) -> str | list[dict[str, Any]]:
+    """Blocks as Responses API input: the text when it is all text, else ``input_text`` and
+    ``input_image`` parts (images as data URLs). Prompts in the rows and tool outputs for
+    ``gymnasium_agent`` both take this shape."""
     if all(isinstance(block, TextBlock) for block in blocks):
         return "\n".join(block.text for block in blocks if isinstance(block, TextBlock))
     parts: list[dict[str, Any]] = []
     for block in blocks:
         if isinstance(block, TextBlock):
             parts.append({"type": "input_text", "text": block.text})
-        else:
-            url = block.data_url
-            parts.append({"type": "input_image", "image_url": url, "detail": "auto"})
+        elif isinstance(block, ImageBlock):
+            parts.append({"type": "input_image", "image_url": block.data_url, "detail": "auto"})
     return parts
 
 
@@ -84,7 +86,7 @@ def _rows(env_class: type[EnvironmentBase], tasks: Sequence[Task], seed: int) ->
     for task, episode_seed, prompt in zip(tasks, seeds, _prompts(env_class, tasks, seeds), strict=True):
         yield {
             "responses_create_params": {
-                "input": [{"role": "user", "content": _input_content(prompt)}],
+                "input": [{"role": "user", "content": input_content(prompt)}],
                 "tools": tools,
             },
             "env": env_class.name,

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from typing import Any
@@ -33,33 +33,19 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from omnienv.core.content import Block, ImageBlock, TextBlock
 from omnienv.core.env import EnvironmentBase
 from omnienv.core.errors import EnvironmentFailure, MessageValidationError
 from omnienv.core.types import Failure, StepResult, ToolCall
 from omnienv.dialects.nemo_gym import KEEP_COOKIE, NemoGymRouter, Rollout, _guarded, _json
+from omnienv.dialects.nemo_gym_data import input_content
 from omnienv.protocol.messages import End
 from omnienv.server.config import ServerConfig
 from omnienv.server.handler import Handler
 from omnienv.server.sessions import SessionManager
 
-__all__ = ["GymnasiumRouter", "nemo_gym_app", "output_parts"]
+__all__ = ["GymnasiumRouter", "nemo_gym_app"]
 
 _END = End()
-
-
-def output_parts(blocks: Sequence[Block]) -> str | list[dict[str, Any]]:
-    """A tool's blocks as a ``function_call_output``'s ``output``: its text when it is all text,
-    else ``input_text`` and ``input_image`` parts (images as data URLs), as in the rows' prompts."""
-    if all(isinstance(block, TextBlock) for block in blocks):
-        return "\n".join(block.text for block in blocks if isinstance(block, TextBlock))
-    parts: list[dict[str, Any]] = []
-    for block in blocks:
-        if isinstance(block, TextBlock):
-            parts.append({"type": "input_text", "text": block.text})
-        elif isinstance(block, ImageBlock):
-            parts.append({"type": "input_image", "image_url": block.data_url, "detail": "auto"})
-    return parts
 
 
 class GymnasiumRouter(NemoGymRouter):
@@ -88,7 +74,7 @@ class GymnasiumRouter(NemoGymRouter):
             result = await self.run_call(rollout, item)
             if result is None:
                 break
-            tool_outputs.append({"call_id": item.get("call_id"), "output": output_parts(result.observation.content)})
+            tool_outputs.append({"call_id": item.get("call_id"), "output": input_content(result.observation.content)})
         if not calls and not rollout.ledger.over:  # the model answered in words: the episode ends there
             await self.end(rollout)
         ledger = rollout.ledger

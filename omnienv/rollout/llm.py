@@ -17,7 +17,7 @@ episode (:class:`EndEpisode`): the model has stopped acting.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -47,6 +47,8 @@ class ModelError(OmniEnvError):
 @dataclass(slots=True)
 class _Conversation:
     episode: Episode
+    client: openai.AsyncOpenAI
+    """The client this episode's calls go through (its own base URL when ``base_url_for`` is set)."""
     messages: list[dict[str, Any]] = field(default_factory=list)
     pending: list[ToolCall] = field(default_factory=list)
     answered: int = 0
@@ -72,7 +74,11 @@ class ChatPolicy:
         max_retries: int = 3,
         timeout_s: float = 60.0,
         client: openai.AsyncOpenAI | None = None,
+        base_url_for: Callable[[Episode], str] | None = None,
     ) -> None:
+        """``base_url_for`` gives each episode its own base URL (sharing one connection pool): a
+        caller that routes calls through a recorder keyed by URL, such as ``omnienv eval --capture``,
+        can tell the episodes' calls apart without this class knowing of it."""
         self.name = f"{mode}:{model}"
         self.model = model
         self.mode = mode
@@ -80,6 +86,7 @@ class ChatPolicy:
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.max_model_calls = max_model_calls
+        self.base_url_for = base_url_for
         self.client = client or openai.AsyncOpenAI(
             base_url=base_url, api_key=api_key or "none", max_retries=max_retries, timeout=timeout_s
         )
@@ -108,7 +115,10 @@ class ChatPolicy:
     # -- the conversation, in each mode's shape --------------------------------------------------
 
     def _start(self, episode: Episode) -> _Conversation:
-        conversation = _Conversation(episode)
+        client = self.client
+        if self.base_url_for is not None:
+            client = client.with_options(base_url=self.base_url_for(episode))
+        conversation = _Conversation(episode, client)
         episode.messages = conversation.messages
         if self.system_prompt:
             role = "developer" if self.mode == "responses" else "system"
@@ -168,7 +178,7 @@ class ChatPolicy:
         request: dict[str, Any] = {"model": self.model, "messages": conversation.messages, **self._options()}
         if self.mode == "chat":
             request["tools"] = self._chat_tools
-        response: ChatCompletion = await self.client.chat.completions.create(**request)
+        response: ChatCompletion = await conversation.client.chat.completions.create(**request)
         _count(conversation.episode, response.usage, "prompt_tokens", "completion_tokens")
         message = response.choices[0].message
         if self.mode == "text":
@@ -196,7 +206,7 @@ class ChatPolicy:
     async def _ask_responses(self, conversation: _Conversation) -> list[ToolCall]:
         request: dict[str, Any] = {"model": self.model, "input": conversation.messages, **self._options()}
         request["tools"] = self._response_tools
-        response: Response = await self.client.responses.create(**request)
+        response: Response = await conversation.client.responses.create(**request)
         _count(conversation.episode, response.usage, "input_tokens", "output_tokens")
         calls = []
         for item in response.output:

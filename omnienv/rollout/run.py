@@ -70,8 +70,12 @@ def rollout(
     deadline_s: float | None = None,
     make_env: EnvFactory | None = None,
     on_episode: Callable[[Episode], None] | None = None,
+    annotate: Callable[[Episode], None] | None = None,
 ) -> Summary:
-    """Run ``plans`` in-process (or on ``make_env``'s remote sessions) and summarise them."""
+    """Run ``plans`` in-process (or on ``make_env``'s remote sessions) and summarise them.
+
+    ``annotate`` sees each new episode before its line is written, so what a caller kept beside the
+    run (the captured model calls) lands in the same line and survives a resume with it."""
     previous: list[Episode] = []
     if resume and out is not None and out.exists():
         previous = read_episodes(out, repair=True)
@@ -92,6 +96,8 @@ def rollout(
                 make_env or local_env, make_policy, plans, concurrency=concurrency, deadline_s=deadline_s
             ):
                 done.append(episode)
+                if annotate:
+                    annotate(episode)
                 if sink:
                     sink.write(orjson.dumps(episode.to_dict(), option=orjson.OPT_APPEND_NEWLINE))
                     sink.flush()

@@ -44,6 +44,9 @@ class Episode:
     usage: dict[str, int] = field(default_factory=dict)
     messages: list[dict[str, Any]] | None = None
     """The model conversation, for policies that hold one."""
+    model_calls: list[dict[str, Any]] | None = None
+    """The episode's model calls as a token recorder saw them (``omnienv eval --capture``): plain
+    dicts, since rollout knows no recorder; written only when set, so other lines are unchanged."""
 
     @property
     def ledger(self) -> EpisodeLedger:
@@ -80,7 +83,7 @@ class Episode:
         return None if verdict is None else bool(verdict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "env": self.env,
             "index": self.index,
             "task_id": self.task_id,
@@ -99,6 +102,9 @@ class Episode:
             "seconds": round(self.seconds, 6),
             "messages": self.messages,
         }
+        if self.model_calls is not None:
+            data["model_calls"] = self.model_calls
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Episode:
@@ -116,4 +122,5 @@ class Episode:
             stopped=data.get("stopped"),
             usage=dict(data.get("usage") or {}),
             messages=data.get("messages"),
+            model_calls=data.get("model_calls"),
         )

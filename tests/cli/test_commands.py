@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
+from typing import Any
 
 from typer.testing import CliRunner
 
@@ -85,3 +86,15 @@ def test_view_needs_a_trajectory_file(tmp_path: Path) -> None:
     result = runner.invoke(app, ["view", str(tmp_path / "missing.jsonl")])
     assert result.exit_code == 2
     assert "no trajectory file at" in result.output and "--out" in result.output
+
+
+def test_serve_nemo_gym_serves_its_routes_alone(monkeypatch: Any) -> None:
+    served: list[Any] = []
+    monkeypatch.setattr("omnienv.server.serve", lambda app, *args, **kwargs: served.append(app))
+    result = runner.invoke(app, ["serve", "wordle", "--nemo-gym", "--no-ui"])
+    assert result.exit_code == 0, result.output
+    paths = {route.path for route in served[0].routes}
+    assert {"/seed_session", "/verify", "/reset", "/step", "/close", "/guess"} <= paths
+    assert "/ws" not in paths and "/mcp" not in paths  # NeMo's agents post to /reset and /step: ours stay out
+    refused = runner.invoke(app, ["serve", "wordle", "--nemo-gym", "--agent-only"])
+    assert refused.exit_code != 0 and "drop --ray and --agent-only" in refused.output

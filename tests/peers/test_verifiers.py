@@ -7,8 +7,8 @@ its own virtualenv. verifiers 0.4's ``null`` harness installs its chat script wi
 ``uv sync --script`` on first use (cached afterwards).
 
 verifiers 0.4's ``vf-eval`` also loads Jupyter and Desktop by name and plays them against the
-conformance matrix's scripted models (served here; verifiers' chat harness streams, so the endpoint
-is relayed as server-sent events): the episode's reward, and for the desktop the screenshots
+conformance matrix's scripted models (served here, streaming as verifiers' chat harness asks):
+the episode's reward, and for the desktop the screenshots
 reaching the model as image parts. A Counter run with ``--env.agent.max-turns 1`` shows the
 episode ended and scored with the rubric when verifiers' turn budget stops it.
 
@@ -33,7 +33,6 @@ import pytest
 from omnienv.rollout.scripted_openai import create_app
 from omnienv.server import running
 from tests.matrix.cells import CELLS
-from tests.matrix.frameworks.verifiers import streaming
 from tests.matrix.model import model_view, scripted_model
 from tests.matrix.reference import reference
 from tests.peerenv import PEERS, ROOT, peer_python
@@ -90,7 +89,6 @@ def test_vf_eval_plays_jupyter_and_desktop_by_name(env: str) -> None:
     cell = CELLS[env]
     with ExitStack() as stack:
         url, log = stack.enter_context(scripted_model(env))
-        url = stack.enter_context(streaming(url))
         options = ("--env.taskset.env", env, "--env.taskset.split", "test", "--env.taskset.tasks", cell.task_id)
         (trace,) = vf_eval(url, *options)
     assert trace["ok"] and trace["stop_condition"] == "episode_over", trace.get("errors")
@@ -108,9 +106,9 @@ def test_vf_eval_ends_and_scores_the_episode_at_its_turn_budget() -> None:
     def add_one(messages: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
         return [("add", {"n": 1})]
 
-    with running(create_app(add_one)) as url, streaming(f"{url}/v1") as relayed:
+    with running(create_app(add_one)) as url:
         options = ("--env.taskset.env", "tests.dialects.envs:Counter", "--env.taskset.episodes", "1")
-        (trace,) = vf_eval(relayed, *options, "--env.agent.max-turns", "1")
+        (trace,) = vf_eval(f"{url}/v1", *options, "--env.agent.max-turns", "1")
     assert trace["ok"] and trace["stop_condition"] == "max_turns", trace.get("errors")
     assert trace["metrics"]["steps"] == 1.0
     assert trace["metrics"]["reached"] == 0.0  # the rubric ran on the state reached (total 1 of 3)

@@ -148,3 +148,21 @@ def test_eval_against_a_remote_environment_server(endpoint: str, tmp_path: Path)
     assert result.returncode == 0, result.stderr
     episodes = read_episodes(out)
     assert len(episodes) == 6 and all(e.success for e in episodes)
+
+
+def test_the_scripted_endpoint_streams_the_same_answer_when_asked(endpoint: str) -> None:
+    from openai import OpenAI
+
+    client = OpenAI(base_url=endpoint, api_key="local", max_retries=0)
+    request = {
+        "model": "scripted",
+        "messages": [{"role": "user", "content": "Let's play Wordle."}],
+        "tools": [{"type": "function", "function": {"name": "guess", "parameters": {"type": "object"}}}],
+    }
+    whole = client.chat.completions.create(**request).choices[0].message.tool_calls
+    chunks = list(client.chat.completions.create(**request, stream=True, stream_options={"include_usage": True}))
+    calls = [call for chunk in chunks for choice in chunk.choices for call in choice.delta.tool_calls or ()]
+    assert whole and [(c.function.name, c.function.arguments) for c in calls] == [
+        (c.function.name, c.function.arguments) for c in whole
+    ]
+    assert chunks[-1].usage is not None and chunks[-2].choices[0].finish_reason == "tool_calls"

@@ -47,7 +47,7 @@ def test_a_nemo_gym_session_is_not_reachable_elsewhere(serve) -> None:
         assert session_id in manager.sessions
         foreign_routes_refuse(http, url, session_id)
         assert session_id in manager.sessions
-        output = http.post("/guess", json={"word": "slate"}).json()["output"]
+        output = http.post("/guess", json={"word": "slate"}).text  # the observation's text, as NeMo's agent reads it
         assert output.startswith("SLATE") and "5 guesses left" in output, "a foreign route's step counted"
         state = on_loop(manager, lambda: manager.state(manager.sessions[session_id]))
         assert state.step_count == 1

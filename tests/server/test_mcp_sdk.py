@@ -302,3 +302,46 @@ def test_a_split_and_seed_in_the_url_pick_the_same_task_every_time(serve) -> Non
     same, again, other = run(main())
     assert same == again
     assert read_marks(same) is not None and read_marks(other) is not None
+
+
+def test_every_client_request_is_answered_or_refused_as_the_capabilities_say(serve) -> None:
+    """Each request method of the SDK's ``ClientSession``: what the server advertises answers, what it
+    does not is MCP's ``Method not found``, and the session plays on after every refusal."""
+    from mcp import types
+    from mcp.shared.exceptions import MCPError
+
+    url, _ = serve("wordle")
+
+    async def main() -> tuple[Any, dict[str, Any], str]:
+        async with http_session(f"{url}/mcp?task_id=test/0003") as session:
+            answers: dict[str, Any] = {}
+            prompt = types.PromptReference(type="ref/prompt", name="opening")
+            requests = {
+                "send_ping": session.send_ping,
+                "discover": session.discover,
+                "list_resources": session.list_resources,
+                "read_resource": lambda: session.read_resource(OPENING_URI),
+                "list_tools": session.list_tools,
+                "list_resource_templates": session.list_resource_templates,
+                "list_prompts": session.list_prompts,
+                "get_prompt": lambda: session.get_prompt("opening"),
+                "complete": lambda: session.complete(prompt, {"name": "word", "value": "cr"}),
+            }
+            for name, request in requests.items():
+                try:
+                    answers[name] = await request()
+                except MCPError as exc:
+                    answers[name] = exc.error.code
+            played = (await session.call_tool("guess", {"word": "crane"})).content[0].text
+            return session.server_capabilities, answers, played
+
+    capabilities, answers, played = run(main())
+    assert capabilities.tools is not None and capabilities.resources is not None
+    assert capabilities.prompts is None and capabilities.completions is None
+    assert answers["discover"].meta["io.modelcontextprotocol/serverInfo"]["name"] == "wordle"
+    assert OPENING_URI in [str(resource.uri) for resource in answers["list_resources"].resources]
+    assert "guess" in answers["read_resource"].contents[0].text.lower()
+    assert sorted(tool.name for tool in answers["list_tools"].tools) == ["get_history", "guess"]
+    not_offered = ("list_resource_templates", "list_prompts", "get_prompt", "complete")
+    assert [answers[name] for name in not_offered] == [-32601] * 4  # METHOD_NOT_FOUND, as MCP says
+    assert "CRANE" in played

@@ -1,0 +1,199 @@
+"""What the capture proxy changes on the wire, and how it reads tokens out of answers.
+
+The proxy asks the upstream for token ids and log-probabilities the way vLLM names them, and takes
+those fields out again before the harness sees the answer, unless the harness asked for them
+itself: an answer through the proxy has the shape it would have had without it (vLLM's defaults:
+``logprobs: null`` on a choice or text part, ``[]`` on a text delta), so a harness that stores or
+forwards what it gets does not carry a growing list of prompt ids with every call.
+
+Chat completions: ``logprobs: true`` and ``return_token_ids: true``; the prompt's ids come back as
+the top-level ``prompt_token_ids`` (streamed: on the first chunk), each choice's generated ids as
+``choices[i].token_ids`` (streamed: per delta). Responses: ``enable_response_messages: true``
+returns ``input_messages`` / ``output_messages`` as ``raw_message_tokens`` entries, and
+``include: ["message.output_text.logprobs"]`` puts log-probabilities on output text parts (vLLM
+gives none for a turn that is only tool calls). Only the first choice is recorded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "Asked",
+    "Tokens",
+    "ask_chat",
+    "ask_responses",
+    "chat_tokens",
+    "response_tokens",
+    "strip_chat",
+    "strip_response",
+]
+
+RESPONSE_LOGPROBS = "message.output_text.logprobs"
+HOW = (
+    "the upstream must be vLLM-compatible: chat `return_token_ids` and `logprobs`, responses "
+    "`enable_response_messages` and `include: [message.output_text.logprobs]`"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Asked:
+    """What the harness asked for itself, so the proxy leaves exactly that in the answer."""
+
+    token_ids: bool = False
+    logprobs: bool = False
+    usage: bool = False
+    """Streamed chat: ``stream_options.include_usage``."""
+
+
+@dataclass(slots=True)
+class Tokens:
+    """The token fields read from one answer; ``None`` where the upstream gave none."""
+
+    prompt: list[int] | None = None
+    completion: list[int] | None = None
+    logprobs: list[float] | None = None
+    finish_reason: str | None = None
+    usage: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def missing(self) -> str | None:
+        """Why ids or log-probabilities are absent, in one line; None when all are there."""
+        absent = [
+            name
+            for name, value in (
+                ("prompt token ids", self.prompt),
+                ("completion token ids", self.completion),
+                ("log-probabilities", self.logprobs),
+            )
+            if value is None and not any(note.startswith(f"no {name}") for note in self.notes)
+        ]
+        if not absent and not self.notes:
+            return None
+        said = [f"the upstream returned no {', '.join(absent)} ({HOW})"] if absent else []
+        return "; ".join(said + self.notes)
+
+
+def ask_chat(body: dict[str, Any], request_tokens: bool = True) -> tuple[dict[str, Any], Asked]:
+    """The chat body to send upstream, and what the harness asked for itself."""
+    streamed = bool(body.get("stream"))
+    options = body.get("stream_options") or {}
+    asked = Asked(bool(body.get("return_token_ids")), bool(body.get("logprobs")), bool(options.get("include_usage")))
+    if not request_tokens:
+        return body, Asked(True, True, True)
+    sent = body | {"logprobs": True, "return_token_ids": True}
+    if streamed:
+        sent["stream_options"] = options | {"include_usage": True}
+    return sent, asked
+
+
+def ask_responses(body: dict[str, Any], request_tokens: bool = True) -> tuple[dict[str, Any], Asked]:
+    """The responses body to send upstream, and what the harness asked for itself."""
+    include = list(body.get("include") or ())
+    asked = Asked(bool(body.get("enable_response_messages")), RESPONSE_LOGPROBS in include, True)
+    if not request_tokens:
+        return body, Asked(True, True, True)
+    if RESPONSE_LOGPROBS not in include:
+        include.append(RESPONSE_LOGPROBS)
+    return body | {"enable_response_messages": True, "include": include}, asked
+
+
+def _chat_logprobs(choice: dict[str, Any]) -> list[float] | None:
+    content = (choice.get("logprobs") or {}).get("content")
+    if not isinstance(content, list):
+        return None
+    return [float(entry["logprob"]) for entry in content]
+
+
+def chat_tokens(completion: dict[str, Any]) -> Tokens:
+    """Token fields of a (possibly assembled) chat completion, first choice."""
+    choices = completion.get("choices") or [{}]
+    choice = choices[0]
+    tokens = Tokens(
+        prompt=_ids(completion.get("prompt_token_ids")),
+        completion=_ids(choice.get("token_ids")),
+        logprobs=_chat_logprobs(choice),
+        finish_reason=choice.get("finish_reason"),
+        usage=dict(completion.get("usage") or {}),
+    )
+    if len(choices) > 1:
+        tokens.notes.append(f"{len(choices)} choices: only the first is recorded")
+    _check_counts(tokens)
+    return tokens
+
+
+def response_tokens(response: dict[str, Any], streamed_logprobs: list[float] | None = None) -> Tokens:
+    """Token fields of a Responses API response (``streamed_logprobs``: those its deltas carried)."""
+    tokens = Tokens(usage=dict(response.get("usage") or {}))
+    status = response.get("status")
+    tokens.finish_reason = (response.get("incomplete_details") or {}).get("reason") or status
+    inputs, outputs = response.get("input_messages"), response.get("output_messages")
+    if isinstance(inputs, list) and isinstance(outputs, list) and (inputs or outputs):
+        if len(inputs) == 1 and len(outputs) == 1 and _raw(inputs[0]) and _raw(outputs[0]):
+            tokens.prompt, tokens.completion = _ids(inputs[0]["tokens"]), _ids(outputs[0]["tokens"])
+        else:
+            tokens.notes.append(
+                f"the response spans {len(inputs)} input and {len(outputs)} output messages (several generations "
+                "or not raw tokens): its ids are not recorded"
+            )
+    found: list[float] = []
+    parts = 0
+    for item in response.get("output") or ():
+        for part in item.get("content") or () if item.get("type") == "message" else ():
+            if part.get("type") == "output_text" and isinstance(part.get("logprobs"), list) and part["logprobs"]:
+                parts += 1
+                found += [float(entry["logprob"]) for entry in part["logprobs"]]
+    if parts:
+        tokens.logprobs = found
+    elif streamed_logprobs:
+        tokens.logprobs = streamed_logprobs
+    elif tokens.completion is not None:
+        tokens.notes.append("no log-probabilities: vLLM's Responses API gives them on output text only")
+    _check_counts(tokens)
+    return tokens
+
+
+def _raw(entry: Any) -> bool:
+    return (
+        isinstance(entry, dict) and entry.get("type") == "raw_message_tokens" and isinstance(entry.get("tokens"), list)
+    )
+
+
+def _ids(value: Any) -> list[int] | None:
+    """The list as the upstream sent it (JSON ints already): converting each id would cost more than the rest."""
+    return value if isinstance(value, list) else None
+
+
+def _check_counts(tokens: Tokens) -> None:
+    """Log-probabilities that do not pair one to one with the completion ids are not kept."""
+    if tokens.logprobs is not None and tokens.completion is not None and len(tokens.logprobs) != len(tokens.completion):
+        tokens.notes.append(
+            f"{len(tokens.logprobs)} log-probabilities for {len(tokens.completion)} completion tokens: not recorded"
+        )
+        tokens.logprobs = None
+
+
+def strip_chat(data: dict[str, Any], asked: Asked) -> dict[str, Any]:
+    """Take out of a chat completion or chunk (in place) what only the proxy asked for."""
+    if not asked.token_ids:
+        data.pop("prompt_token_ids", None)
+    for choice in data.get("choices") or ():
+        if not asked.token_ids:
+            choice.pop("token_ids", None)
+        if not asked.logprobs and "logprobs" in choice:
+            choice["logprobs"] = None
+    return data
+
+
+def strip_response(data: dict[str, Any], asked: Asked) -> dict[str, Any]:
+    """Take out of a response (in place) what only the proxy asked for."""
+    if not asked.token_ids:
+        data.pop("input_messages", None)
+        data.pop("output_messages", None)
+    if not asked.logprobs:
+        for item in data.get("output") or ():
+            for part in item.get("content") or () if isinstance(item, dict) else ():
+                if isinstance(part, dict) and "logprobs" in part:
+                    part["logprobs"] = None
+    return data

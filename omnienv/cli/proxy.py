@@ -1,0 +1,74 @@
+"""``omnienv proxy --upstream URL``: the capture proxy as a server, every finished call a JSON line.
+
+Point a harness's OpenAI base URL at ``http://HOST:PORT/episodes/NAME/v1`` (or send an
+``X-Omnienv-Episode`` header) and each model call it makes is recorded with the upstream's exact
+token ids and log-probabilities; ``--out`` appends each call, as ``ModelCall.to_dict()``, to a
+JSONL file as soon as it finishes, so a trainer can follow the file while episodes run.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from omnienv.capture.calls import ModelCall
+from omnienv.cli.common import fail
+
+__all__ = ["proxy"]
+
+
+def proxy(
+    upstream: Annotated[str, typer.Option(help="The inference server's OpenAI base URL, e.g. http://host:8000/v1")],
+    host: Annotated[str, typer.Option(help="Interface to bind")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port (0: a free one, printed)")] = 8100,
+    out: Annotated[Path | None, typer.Option(help="Append each finished call to this JSONL file")] = None,
+    request_tokens: Annotated[
+        bool,
+        typer.Option(
+            "--request-tokens/--no-request-tokens",
+            help="Ask the upstream for token ids and log-probabilities (vLLM's fields); off for one that rejects them",
+        ),
+    ] = True,
+    timeout: Annotated[float, typer.Option(help="Seconds to wait for the upstream's answer")] = 600.0,
+    log_level: Annotated[str, typer.Option(help="uvicorn log level")] = "warning",
+) -> None:
+    """Serve the capture proxy in front of UPSTREAM until interrupted."""
+    if not upstream.startswith(("http://", "https://")):
+        raise fail(f"--upstream must be an http(s) URL, got {upstream!r}")
+    try:
+        import orjson
+        import uvicorn
+
+        from omnienv.capture.log import CallLog
+        from omnienv.capture.proxy import create_proxy_app
+        from omnienv.server.run import uvicorn_config
+    except ImportError as exc:
+        raise fail(f"the proxy needs the server extra: pip install 'omnienv[server]' ({exc})") from None
+
+    lock = threading.Lock()
+    sink = out.open("ab") if out is not None else None
+
+    def write(call: ModelCall) -> None:
+        assert sink is not None
+        line = orjson.dumps(call.to_dict()) + b"\n"
+        with lock:
+            sink.write(line)
+            sink.flush()
+
+    log = CallLog(write if sink is not None else None)
+    app = create_proxy_app(upstream, log, request_tokens=request_tokens, timeout=timeout)
+    # Bound here, before the line is printed: whoever reads the address can connect at once.
+    listener = socket.create_server((host, port), backlog=4096)
+    bound = listener.getsockname()[1]
+    written = f", each call appended to {out}" if out is not None else ""
+    typer.echo(f"capture proxy for {upstream} at http://{host}:{bound}/v1 (episodes: /episodes/NAME/v1){written}")
+    try:
+        uvicorn.Server(uvicorn_config(app, host, bound, log_level=log_level)).run(sockets=[listener])
+    finally:
+        listener.close()
+        if sink is not None:
+            sink.close()
