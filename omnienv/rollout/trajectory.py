@@ -91,7 +91,7 @@ class Episode:
             "policy": self.policy,
             "prompt": self.prompt.to_dict() if self.prompt else None,
             "steps": [step.to_dict() for step in self.steps],
-            "reward": self.reward,
+            "reward": None if self.failure else self.reward,  # a void episode has no reward to train on
             "done": self.done,
             "truncated": self.truncated,
             "success": self.success,

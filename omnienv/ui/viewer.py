@@ -30,6 +30,8 @@ def summarize_record(record: dict[str, Any], index: int, line: int) -> dict[str,
     if not isinstance(reward, int | float) and isinstance(steps, list):
         reward = sum(float(s.get("reward") or 0.0) for s in steps if isinstance(s, dict))
     failure = record.get("failure")
+    if failure:  # a void episode has no reward: never shown, averaged or filtered as a score
+        reward = None
     return {
         "index": index,
         "line": line,
@@ -38,7 +40,7 @@ def summarize_record(record: dict[str, Any], index: int, line: int) -> dict[str,
         "task_id": record.get("task_id"),
         "seed": record.get("seed"),
         "policy": record.get("policy"),
-        "reward": float(reward) if isinstance(reward, int | float) else 0.0,
+        "reward": float(reward) if isinstance(reward, int | float) else None,
         "success": record.get("success"),
         "done": record.get("done"),
         "truncated": record.get("truncated"),

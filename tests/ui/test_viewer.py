@@ -44,6 +44,12 @@ def _desktop_episode(index: int) -> Episode:
         },
         {"role": "tool", "tool_call_id": "c1", "content": "the screen"},
     ]
+    episode.model_calls = [  # as `omnienv eval --capture` records them: the server's own ids and logprobs
+        {"index": 0, "prompt_token_ids": [1, 2, 3], "completion_token_ids": [7, 8], "logprobs": [-0.01, -2.5],
+         "finish_reason": "tool_calls", "latency_s": 0.012, "missing": None},
+        {"index": 1, "prompt_token_ids": None, "completion_token_ids": None, "logprobs": None,
+         "finish_reason": "stop", "latency_s": 0.01, "missing": "the upstream returned no token ids"},
+    ]  # fmt: skip
     return episode
 
 
@@ -136,9 +142,12 @@ def test_view_lists_filters_and_steps_through(page: Any, view_url: str, trajecto
     assert _rows(page) == ["0", "1", "2"]  # solver wins score at least 1
     page.fill("#filter-min", "")
     page.fill("#filter-max", "0.5")
-    assert _rows(page) == ["3"]
-    assert "showing 1 of 4" in page.text_content("#filter-summary")
+    assert _rows(page) == []  # the failed episode has no reward to fall under 0.5: it is void, not 0.25
+    assert "showing 0 of 4" in page.text_content("#filter-summary")
     page.fill("#filter-max", "")
+    failed_reward = page.text_content("#episodes tbody tr[data-index='3'] td.num")
+    mean = sum(record["reward"] for record in records) / SOLVED  # the solved three alone
+    assert failed_reward == "–" and f"mean reward {round(mean, 4)}" in page.text_content("#filter-summary")
     page.select_option("#filter-success", "yes")
     assert _rows(page) == ["0", "1", "2"]
     page.select_option("#filter-success", "all")
@@ -173,6 +182,13 @@ def test_view_lists_filters_and_steps_through(page: Any, view_url: str, trajecto
     conversation = page.text_content("#messages")
     assert "→ screenshot()" in conversation and "You drive a desktop." in conversation
     assert "left_click(coordinate=[10,20])" in page.text_content("#steps")
+    page.click("#model-calls summary")  # the captured tokens, coloured by log-probability
+    tokens = page.eval_on_selector_all(
+        "#model-calls .token", "spans => spans.map(s => [s.textContent, s.dataset.logprob, s.style.background])"
+    )
+    assert [token[:2] for token in tokens] == [["7", "-0.01"], ["8", "-2.5"]]
+    assert all(token[2] for token in tokens) and tokens[0][2] != tokens[1][2]  # a sure token and a gamble differ
+    assert "the upstream returned no token ids" in page.text_content("#model-calls")
     page.screenshot(path=str(shots_dir() / "view-episode.png"), full_page=True)
 
 

@@ -13,14 +13,15 @@ const view = { summaries: [], shown: [], source: null, current: null, episode: n
 
 function summarize(record, index, line) {
   const steps = Array.isArray(record.steps) ? record.steps : [];
-  const reward = typeof record.reward === "number" ? record.reward
+  const failure = record.failure && typeof record.failure === "object" ? record.failure : null;
+  // a void episode has no reward: never shown, averaged or filtered as a score
+  const reward = failure ? null : typeof record.reward === "number" ? record.reward
     : steps.reduce((sum, step) => sum + (Number(step.reward) || 0), 0);
   return {
     index, line, episode: record.index, env: record.env, task_id: record.task_id, seed: record.seed,
     policy: record.policy, reward, success: record.success ?? null, done: record.done,
     truncated: record.truncated, turns: record.turns ?? steps.length, stopped: record.stopped ?? null,
-    failure: record.failure && typeof record.failure === "object" ? record.failure : null,
-    seconds: record.seconds,
+    failure, seconds: record.seconds,
   };
 }
 
@@ -85,6 +86,7 @@ function applyFilters() {
   const success = $("filter-success").value;
   const text = $("filter-text").value.trim().toLowerCase();
   view.shown = view.summaries.filter((s) => {
+    if ((min !== null || max !== null) && typeof s.reward !== "number") return false;
     if (min !== null && s.reward < min) return false;
     if (max !== null && s.reward > max) return false;
     if (failure === "failed" && !s.failure) return false;
@@ -110,7 +112,8 @@ function renderList() {
   el("td", { class: "num" }, s.turns),
   el("td", {}, s.failure ? s.failure.kind : s.stopped ? `stopped: ${s.stopped}` : ""))));
   const n = view.shown.length;
-  const mean = n ? view.shown.reduce((sum, s) => sum + s.reward, 0) / n : NaN;
+  const scored = view.shown.filter((s) => typeof s.reward === "number");
+  const mean = scored.length ? scored.reduce((sum, s) => sum + s.reward, 0) / scored.length : NaN;
   const judged = view.shown.filter((s) => typeof s.success === "boolean");
   const wins = judged.filter((s) => s.success).length;
   const rate = judged.length ? `${Math.round((100 * wins) / judged.length)}%` : "–";
@@ -175,6 +178,7 @@ function renderEpisode() {
       el("summary", {}, `Conversation (${record.messages.length} messages)`),
       record.messages.map(renderMessage)));
   }
+  if (Array.isArray(record.model_calls) && record.model_calls.length) parts.push(modelCalls(record.model_calls));
   $("episode").className = "";
   $("episode").replaceChildren(...parts);
   history.replaceState(null, "", `#episode=${view.current}&step=${view.step}`);
@@ -269,6 +273,31 @@ function renderMessage(message) {
   return el("div", { class: `message ${message.role || ""}` },
     el("div", { class: "role" }, message.role || "?",
       message.tool_call_id ? ` (${message.tool_call_id})` : ""), body);
+}
+
+/** The model calls a capture recorded: each completion's token ids, coloured by how likely the
+ * server found them (green: sure; red: a gamble), so the tokens RL trains on can be read. */
+function modelCalls(calls) {
+  return el("details", { class: "card model-calls", id: "model-calls" },
+    el("summary", {}, `Model calls (${calls.length}), tokens by log-probability`),
+    calls.map((call, i) => {
+      const ids = call.completion_token_ids || [];
+      const logprobs = call.logprobs || [];
+      const head = `#${call.index ?? i} · ${(call.prompt_token_ids || []).length} prompt / ${ids.length} completion `
+        + `tokens · ${call.finish_reason || "?"} · ${((call.latency_s || 0) * 1000).toFixed(1)} ms`;
+      const tokens = el("div", { class: "tokens" }, ids.map((id, t) => {
+        const logprob = logprobs[t];
+        const known = typeof logprob === "number";
+        const p = known ? Math.exp(logprob) : null;
+        return el("span", {
+          class: "token", "data-logprob": known ? String(logprob) : "",
+          style: known ? `background: hsl(${Math.round(120 * p)} 70% 45% / 0.35)` : "",
+          title: known ? `id ${id} · logprob ${logprob.toFixed(3)} (p ${p.toFixed(3)})` : `id ${id} · no logprob`,
+        }, String(id));
+      }));
+      return el("div", { class: "message" }, el("div", { class: "role" }, head),
+        call.missing ? el("p", { class: "muted" }, call.missing) : null, tokens);
+    }));
 }
 
 function go(delta) {
