@@ -22,14 +22,14 @@ from omnienv.rollout import (
 
 def test_solver_wins_the_test_split(tmp_path: Path) -> None:
     out = tmp_path / "t.jsonl"
-    plans = plan_episodes(Wordle, 200, "test")
+    plans = plan_episodes(Wordle, 50, "test")  # the 200-episode win rate is `omnienv rollout`'s own test
     summary = rollout(Wordle, make_policy("solver", Wordle), plans, out=out, concurrency=4)
     assert summary.success_rate is not None and summary.success_rate >= 0.99
     assert summary.failures == 0 and summary.mean_reward > 1.0
     lines = out.read_bytes().splitlines()
-    assert len(lines) == 200
+    assert len(lines) == 50
     records = [orjson.loads(line) for line in lines]
-    assert sorted(r["index"] for r in records) == list(range(200))
+    assert sorted(r["index"] for r in records) == list(range(50))
     first = Episode.from_dict(records[0])
     assert first.to_dict() == records[0]
     assert records[0]["steps"][0]["call"]["name"] == "guess"
