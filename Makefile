@@ -8,11 +8,14 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha256sum | cut -c1-12)
 
 install: system-deps $(STAMP)
 
-# System packages the sandboxes need, installed when missing: bubblewrap (Jupyter kernels);
+# System packages the sandboxes need, installed when missing: bubblewrap (Jupyter kernels, shells);
+# python3, git, gcc, make and libc6-dev (the packages the terminal tasks' Dockerfiles name);
 # Xvfb, xdotool, wmctrl, openbox, small X apps, Gnumeric and PCManFM (desktop sessions).
 .PHONY: system-deps
 system-deps:
 	@command -v bwrap >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq --no-install-recommends bubblewrap; }
+	@! dpkg-query -W -f='$${Status}\n' python3 git gcc make libc6-dev 2>&1 | grep -qv '^install ok installed$$' \
+		|| { apt-get update -qq && apt-get install -y -qq --no-install-recommends python3 git gcc make libc6-dev; }
 	@(for c in Xvfb xdotool wmctrl openbox xterm xedit xcalc xclock xwd gnumeric ssconvert pcmanfm; do command -v $$c >/dev/null 2>&1 || exit 1; done) \
 		|| { apt-get update -qq && apt-get install -y -qq --no-install-recommends xvfb xdotool wmctrl openbox xterm x11-apps gnumeric pcmanfm; }
 	@# Chromium for the browser tests of the /ui pages (Playwright drives it; no browser download)

@@ -2,10 +2,13 @@
 
     inspect eval examples/inspect_tasks.py@jupyter -T limit=5 --model openai/gpt-4.1-mini
     inspect eval examples/inspect_tasks.py@desktop -T tasks=test/find-word --model openai/gpt-4.1
+    inspect eval examples/inspect_tasks.py@terminal -T split=test --model openai/gpt-4.1-mini
 
 ``-T split=...``, ``-T limit=...`` and ``-T tasks=id1,id2`` choose the samples; ``-T env=module:Class``
-plays a subclass (the conformance matrix plays its crashing variants that way). Needs
-``pip install 'omnienv[jupyter,desktop]' inspect-ai`` (and Xvfb for the desktop).
+plays a subclass (the conformance matrix plays its crashing variants that way), and for the
+terminal a Harbor task directory or a folder of them (``-T env=path/to/tasks``). Needs
+``pip install 'omnienv[jupyter,desktop]' inspect-ai`` (and Xvfb for the desktop, bubblewrap for the
+Jupyter kernel's and the terminal's sandboxes).
 """
 
 from __future__ import annotations
@@ -41,3 +44,10 @@ def desktop(
     split: str = "test", limit: int | None = None, tasks: str | list[str] | None = None, env: str = "desktop"
 ) -> Task:
     return environment_task(env, split, limit, max_turns=30, tasks=_tasks(tasks))
+
+
+@task
+def terminal(
+    split: str = "test", limit: int | None = None, tasks: str | list[str] | None = None, env: str = "terminal"
+) -> Task:
+    return environment_task(env, split, limit, max_turns=50, tasks=_tasks(tasks))

@@ -132,6 +132,33 @@ PINS: dict[str, set[str]] = {
     "omnienv.envs.desktop.tasks": {"DESKTOP_TASKS", "DesktopTask", "core_tasks", "find_task"},
     "omnienv.envs.jupyter": {"Jupyter", "NotebookCell", "answers_match", "build", "jupyter_tasks"},
     "omnienv.envs.jupyter.families": {"ALL", "Built", "Family", "Solution"},
+    "omnienv.agents": {
+        "BUILTIN",
+        "AgentEpisode",
+        "AgentRun",
+        "CommandHarness",
+        "EpisodeContext",
+        "Harness",
+        "Launch",
+        "MiniSweAgent",
+        "ShellTool",
+        "find_shell_tool",
+        "load_harness",
+        "load_spec",
+        "run_agents",
+    },
+    "omnienv.agents.minisweagent": {"SUBMIT_MARKER", "MiniSweAgent", "SessionEnvironment"},
+    "omnienv.envs.terminal": {
+        "SUITE",
+        "HarborTask",
+        "HarborTaskError",
+        "Terminal",
+        "environment_for_path",
+        "export_harbor",
+        "find_tasks",
+        "harbor_environment",
+        "read_task",
+    },
     "omnienv.envs.wordle": {"Wordle", "WordleGame", "accepted_words", "answers", "score_guess"},
     "omnienv.protocol": {
         "Close",
@@ -224,11 +251,12 @@ PINS: dict[str, set[str]] = {
 
 
 def public_packages() -> list[str]:
-    """Every package under omnienv whose path has no ``_``-prefixed part, found on disk."""
+    """Every package under omnienv whose path has no ``_``-prefixed part, found on disk (a folder
+    whose name is no identifier, such as a terminal task's, is data, not a package)."""
     found = []
     for init in ROOT.rglob("__init__.py"):
         parts = init.parent.relative_to(ROOT.parent).parts
-        if not any(part.startswith("_") for part in parts):
+        if not any(part.startswith("_") or not part.isidentifier() for part in parts):
             found.append(".".join(parts))
     return sorted(found)
 

@@ -1,4 +1,5 @@
-"""``omnienv export nemo-gym ENV --split S --out FILE``: datasets for other frameworks."""
+"""``omnienv export nemo-gym ENV --split S --out FILE`` and ``omnienv export harbor ENV --out DIR``:
+datasets and task directories for other frameworks."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import typer
 
 from omnienv.cli.common import console, env_class, fail
 
-__all__ = ["export_app", "nemo_gym"]
+__all__ = ["export_app", "harbor", "nemo_gym"]
 
 export_app = typer.Typer(help="Write an environment's tasks as another framework's dataset.", no_args_is_help=True)
 
@@ -38,3 +39,20 @@ def nemo_gym(
             file.write(orjson.dumps(row) + b"\n")
             count += 1
     console.print(f"wrote {count} NeMo Gym rows for {cls.name}/{split} to {out}")
+
+
+@export_app.command("harbor")
+def harbor(
+    env: Annotated[str, typer.Argument(help="Environment name, 'package.module:Class' or a Harbor task folder")],
+    out: Annotated[Path, typer.Option(help="The folder to write one task directory per task into")],
+    split: Annotated[list[str] | None, typer.Option(help="Export only this split (repeatable); default: all")] = None,
+) -> None:
+    """One Harbor task directory per task (instruction.md, task.toml, environment/, tests/, solution/)."""
+    cls = env_class(env)
+    unknown = [s for s in split or () if s not in cls.splits]
+    if unknown:
+        raise fail(f"{cls.name} has no split '{unknown[0]}'; its splits: {', '.join(cls.splits) or 'none'}")
+    from omnienv.envs.terminal import export_harbor
+
+    written = export_harbor(cls, out, split)
+    console.print(f"wrote {len(written)} Harbor tasks for {cls.name} to {out}")

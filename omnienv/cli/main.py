@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import typer
 
+from omnienv.cli.agent import agent_app
 from omnienv.cli.check import check
 from omnienv.cli.demo import demo
 from omnienv.cli.eval import evaluate
 from omnienv.cli.export import export_app
+from omnienv.cli.harbor import harbor_app
 from omnienv.cli.listing import list_envs
 from omnienv.cli.mcp import mcp
 from omnienv.cli.new import new
@@ -35,6 +37,8 @@ app.command()(demo)
 app.command()(view)
 app.command()(proxy)
 app.add_typer(export_app, name="export")
+app.add_typer(agent_app, name="agent")
+app.add_typer(harbor_app, name="harbor")
 
 
 if __name__ == "__main__":

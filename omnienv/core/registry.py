@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import os
 from importlib.metadata import entry_points
+from pathlib import Path
 
 from omnienv.core.env import EnvironmentBase
-from omnienv.core.errors import UnknownEnvironmentError
+from omnienv.core.errors import OmniEnvError, UnknownEnvironmentError
 
 __all__ = ["load_environment", "register", "registered"]
 
@@ -21,6 +23,7 @@ _BUILTIN = {
     "wordle": "omnienv.envs.wordle:Wordle",
     "desktop": "omnienv.envs.desktop:Desktop",
     "jupyter": "omnienv.envs.jupyter:Jupyter",
+    "terminal": "omnienv.envs.terminal:Terminal",
 }
 _registered: dict[str, str | type[EnvironmentBase]] = {}
 
@@ -40,16 +43,20 @@ def registered() -> dict[str, str | type[EnvironmentBase]]:
 
 
 def load_environment(name: str) -> type[EnvironmentBase]:
-    """The environment class for a registered name or a ``module:Class`` path."""
+    """The environment class for a registered name, a ``module:Class`` path, or a Harbor task
+    directory (or a folder of them)."""
     known = registered()
     target = known.get(name)
+    if target is None and os.path.isdir(name):
+        return _harbor(name)
     if target is None and ":" in name:
         target = name
     if target is None:
         close = difflib.get_close_matches(name, list(known), n=1)
         hint = f" Did you mean '{close[0]}'?" if close else ""
         raise UnknownEnvironmentError(
-            f"no environment named '{name}'.{hint} Known: {', '.join(known)}; or pass 'package.module:Class'."
+            f"no environment named '{name}'.{hint} Known: {', '.join(known)}; "
+            "or pass 'package.module:Class' or a Harbor task directory."
         )
     if isinstance(target, type):
         return target
@@ -60,4 +67,13 @@ def load_environment(name: str) -> type[EnvironmentBase]:
         raise UnknownEnvironmentError(f"cannot load environment '{name}' from '{target}': {exc}") from exc
     if not (isinstance(cls, type) and issubclass(cls, EnvironmentBase)):
         raise UnknownEnvironmentError(f"'{target}' is not an omnienv Environment class")
+    return cls
+
+
+def _harbor(path: str) -> type[EnvironmentBase]:
+    terminal = importlib.import_module("omnienv.envs.terminal")
+    try:
+        cls: type[EnvironmentBase] = terminal.environment_for_path(Path(path).resolve())
+    except OmniEnvError as exc:
+        raise UnknownEnvironmentError(f"cannot load the Harbor tasks in '{path}': {exc.message}") from exc
     return cls

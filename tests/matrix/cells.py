@@ -1,10 +1,10 @@
 """The conformance matrix's shared parts, importable from every peer's virtualenv.
 
 Each cell plays one reference environment through one framework's own package. What a cell
-plays is fixed here, once: the task, a crash on demand, the environment's own scripted player
-fed only the text the framework shows the model, and the shape of the report a framework's
-driver prints. ``tests/matrix/test_matrix.py`` compares every report with the same episode
-played on the bare environment (:mod:`tests.matrix.reference`).
+plays is fixed here, once: the task, a crash on demand, the secret no agent may be shown, the
+environment's own scripted player fed only the text the framework shows the model, and the
+shape of the report a framework's driver prints. ``tests/matrix/test_matrix.py`` compares every
+report with the same episode played on the bare environment (:mod:`tests.matrix.reference`).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from typing import Any
 from omnienv.core import EnvironmentBase, Observation, StepResult, TextBlock, ToolCall
 from omnienv.envs.desktop import Desktop
 from omnienv.envs.jupyter import Jupyter
+from omnienv.envs.terminal import HarborTask, Terminal
 from omnienv.envs.wordle import Wordle
 from omnienv.rollout.trajectory import Episode, Step
 
@@ -30,6 +31,7 @@ __all__ = [
     "Cell",
     "MatrixDesktop",
     "MatrixJupyter",
+    "MatrixTerminal",
     "MatrixWordle",
     "Player",
     "cell_report",
@@ -65,6 +67,10 @@ class MatrixDesktop(Crashes, Desktop):
     name = "desktop"
 
 
+class MatrixTerminal(Crashes, Terminal):
+    name = "terminal"
+
+
 @dataclass(frozen=True)
 class Cell:
     """One reference environment as every framework plays it."""
@@ -78,16 +84,37 @@ class Cell:
     policy: str
     images: bool
     """Whether the environment shows the model images (the desktop's screenshots)."""
+    secret_in: tuple[str, str] | None = None
+    """The secret of a task with no ``Task.answer`` (a Harbor task's): ``(file, text)``, where ``file``
+    is in the task's ``tests/`` or ``solution/``, which the agent is never shown, and ``text`` is in
+    it but neither in the instruction nor in the starting workspace."""
+
+    @property
+    def harbor(self) -> HarborTask | None:
+        """The cell's Harbor task directory, read, where the environment plays one."""
+        if not issubclass(self.env_class, Terminal):
+            return None
+        return self.env_class.harbor_tasks()[self.task_id.partition("/")[2]]
 
     @property
     def secret(self) -> str:
         """The task's answer, which must reach the agent through no dialect."""
-        task = self.env_class.task_index().find(self.task_id)
-        return str(task.answer)
+        if self.secret_in is None:
+            return str(self.env_class.task_index().find(self.task_id).answer)
+        harbor = self.harbor
+        file, text = self.secret_in
+        assert harbor is not None, f"{self.env}: a secret_in needs a Harbor task"
+        assert text in (harbor.path / file).read_text(), f"{text!r} is not in {self.task_id}'s {file}"
+        workspace = [f.read_text(errors="replace") for f in (harbor.path / "environment").rglob("*") if f.is_file()]
+        shown = [harbor.instruction, *workspace]
+        assert not any(text.lower() in part.lower() for part in shown), f"the agent may read {text!r}: no secret"
+        return text
 
     @property
     def prompt_fragment(self) -> str:
         """A piece of the task's prompt: proof that a driver collected what the model was shown."""
+        if self.harbor is not None:
+            return self.harbor.instruction.strip()[:40]
         task = self.env_class.task_index().find(self.task_id)
         data = task.data
         return str(data.get("question") or data.get("instruction") or "Wordle")[:40]
@@ -120,6 +147,16 @@ CELLS: dict[str, Cell] = {
         ToolCall("type", {"text": CRASH}),
         "scripted",
         True,
+    ),
+    "terminal": Cell(
+        "terminal",
+        "tests.matrix.cells:MatrixTerminal",
+        MatrixTerminal,
+        "test/text-markdown-toc",
+        ToolCall("run", {"command": CRASH}),
+        "oracle",
+        False,
+        secret_in=("tests/expected.md", "configuration-file-skylinetoml"),  # an anchor only the verifier holds
     ),
 }
 ENVS = tuple(CELLS)

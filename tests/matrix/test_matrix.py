@@ -1,12 +1,13 @@
-"""Every reference environment through every framework's own package: 3 x 11 cells.
+"""Every reference environment through every framework's own package: 4 x 11 cells.
 
-Each framework module in :mod:`tests.matrix.frameworks` plays all three cells (:mod:`tests.matrix.cells`)
+Each framework module in :mod:`tests.matrix.frameworks` plays all four cells (:mod:`tests.matrix.cells`)
 with the framework's own package, in that framework's virtualenv where it has one, and returns a
 report per environment. Every report is held to the same episode on the bare environment: the same
 rewards step by step (or the same episode reward, where the framework reports only that), the
 framework's own end signal, a crash that the framework masks its own way and never scores 0, no
-answer in anything the agent was shown, and, for the desktop, screenshots that reach the model as
-images, never as base64 text. A table of the cells is printed at the end of the run.
+answer in anything the agent was shown (for the terminal, a string only its verifier holds), and,
+for the desktop, screenshots that reach the model as images, never as base64 text. A table of the
+cells is printed at the end of the run.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ _COLLECTED: dict[str, dict[str, dict[str, Any]] | Exception] = {}
 
 
 def reports(framework: str) -> dict[str, dict[str, Any]]:
-    """The framework's reports by environment, collected once for all three cells (a collection
+    """The framework's reports by environment, collected once for all four cells (a collection
     that raised raises again in each cell, without running twice)."""
     if framework not in _COLLECTED:
         module = importlib.import_module(f"tests.matrix.frameworks.{framework}")

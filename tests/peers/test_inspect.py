@@ -37,7 +37,7 @@ def test_inspect_wins_wordle_samples(tmp_path: Path) -> None:
     assert len(rewards) == 3 and all(r > 1.0 for r in rewards), result.stdout
 
 
-@pytest.mark.parametrize("env", ["jupyter", "desktop"])
+@pytest.mark.parametrize("env", ["jupyter", "desktop", "terminal"])
 def test_inspect_eval_command_runs_a_task_by_name(env: str, tmp_path: Path) -> None:
     cell = CELLS[env]
     inspect = peer_python("inspect").with_name("inspect")

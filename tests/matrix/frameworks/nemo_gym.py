@@ -3,9 +3,9 @@
 Here, in the main virtualenv: our resources server per environment and a scripted model per
 lane (:func:`tests.matrix.model.scripted_model`), which records what NeMo's agent sent it. The
 driver (:mod:`tests.matrix.drivers.nemo_gym`) runs NeMo's agents and its rollout collection on
-one JSONL of our dataset rows. Wordle and Jupyter play through ``simple_agent`` (tool replies
-are text); the desktop through ``gymnasium_agent``, the one NeMo agent whose tool outputs can be
-image parts (:mod:`omnienv.dialects.nemo_gym_gymnasium`). Every crash runs through
+one JSONL of our dataset rows. Wordle, Jupyter and the terminal play through ``simple_agent``
+(tool replies are text); the desktop through ``gymnasium_agent``, the one NeMo agent whose tool
+outputs can be image parts (:mod:`omnienv.dialects.nemo_gym_gymnasium`). Every crash runs through
 ``simple_agent`` and ``/verify``, which masks it with NeMo's own ``mask_sample``.
 """
 

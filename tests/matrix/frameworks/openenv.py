@@ -3,7 +3,7 @@
 OpenEnv's virtualenv stays free of omnienv: the peer tests prove OpenEnv's client works against
 our server with nothing of ours installed, and that stays true only while nothing of ours is
 there. So the scripted player runs here and OpenEnv's client runs in
-``tests/matrix/drivers/openenv.py``, one process for all three environments, relaying each call
+``tests/matrix/drivers/openenv.py``, one process for all four environments, relaying each call
 over stdin/stdout. Everything the player reads is what OpenEnv's client returned: the reward and
 ``done`` of its ``StepResult``, the MCP content blocks of its observation (screenshots as image
 blocks), and its metadata. A crash must come back as OpenEnv marks a void step: ``done`` true,

@@ -1,7 +1,7 @@
 """Verifiers 0.3 (the classic ``load_environment`` / ``StatefulToolEnv`` / ``Rubric``, in its
 virtualenv) against scripted models, with the same endpoints as Verifiers 0.4's cells
 (:mod:`tests.matrix.frameworks.verifiers`); ``tests/matrix/drivers/verifiers03.py`` runs
-``Environment.evaluate`` on all three environments in one process."""
+``Environment.evaluate`` on all four environments in one process."""
 
 from __future__ import annotations
 

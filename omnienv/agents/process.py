@@ -1,0 +1,129 @@
+"""One harness process: started in a process group of its own, watched, and always reaped.
+
+A harness is someone else's program with children of its own (a shell tool, a language server, a
+retrying HTTP client), so it runs in a new session (its own process group): when its episode is
+done, whatever it left behind is killed with it, whether it exited, ran out of time, or the run was
+interrupted. It ends in one of three ways, each the agent's own outcome:
+
+- ``exited``: it stopped by itself (submitted, gave up, crashed: its exit code says which);
+- ``timeout``: it ran past the episode's limit and was stopped;
+- ``episode_over``: the environment ended the episode (or the agent submitted) and the harness
+  did not exit within a grace period; nothing it does after that can change the episode.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from omnienv.agents.harness import Launch
+
+__all__ = ["Finished", "run_process"]
+
+GRACE_S = 10.0
+"""How long a harness may go on after its episode is over before it is stopped."""
+TERM_S = 3.0
+"""How long a stopped harness has between SIGTERM and SIGKILL."""
+LOG_TAIL = 4000
+
+
+@dataclass(frozen=True, slots=True)
+class Finished:
+    """How a harness process ended."""
+
+    stopped: str
+    """``exited``, ``timeout``, ``episode_over``, or ``not_started``."""
+    exit_code: int | None
+    seconds: float
+    log: Path
+    error: str | None = None
+    """Why it did not start (``not_started`` only)."""
+
+    def log_tail(self, limit: int = LOG_TAIL) -> str:
+        """The end of what the harness printed (stdout and stderr together)."""
+        try:
+            with self.log.open("rb") as stream:
+                stream.seek(max(0, self.log.stat().st_size - limit))
+                return stream.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+
+async def run_process(
+    launch: Launch, cwd: Path, timeout_s: float, over: asyncio.Event, grace_s: float = GRACE_S
+) -> Finished:
+    """Run the harness until it exits, its time is up, or ``grace_s`` after ``over`` is set."""
+    log = cwd / "harness.log"
+    started = time.perf_counter()
+    with log.open("wb") as output:
+        try:
+            process = await asyncio.create_subprocess_exec(
+                *launch.argv,
+                cwd=cwd,
+                env=launch.env,
+                stdin=asyncio.subprocess.PIPE if launch.stdin is not None else asyncio.subprocess.DEVNULL,
+                stdout=output,
+                stderr=asyncio.subprocess.STDOUT,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            return Finished("not_started", None, time.perf_counter() - started, log, f"{type(exc).__name__}: {exc}")
+    feeding = asyncio.create_task(_feed(process, launch.stdin))
+    try:
+        stopped = await _watch(process, timeout_s, over, grace_s)
+    finally:
+        await _reap(process)
+        feeding.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await feeding
+    return Finished(stopped, process.returncode, time.perf_counter() - started, log)
+
+
+async def _feed(process: asyncio.subprocess.Process, data: bytes | None) -> None:
+    """Write the instruction to the harness's stdin and close it (a harness that does not read it
+    is no error)."""
+    if data is None or process.stdin is None:
+        return
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+        process.stdin.write(data)
+        await process.stdin.drain()
+    process.stdin.close()
+
+
+async def _watch(process: asyncio.subprocess.Process, timeout_s: float, over: asyncio.Event, grace_s: float) -> str:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    exited = asyncio.create_task(process.wait())
+    ended = asyncio.create_task(over.wait())
+    try:
+        await asyncio.wait({exited, ended}, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+        if not exited.done() and ended.done():
+            await asyncio.wait({exited}, timeout=max(0.0, min(grace_s, deadline - loop.time())))
+            if not exited.done():
+                return "episode_over" if loop.time() < deadline else "timeout"
+        return "exited" if exited.done() else "timeout"
+    finally:
+        ended.cancel()
+        exited.cancel()
+
+
+def _signal_group(process: asyncio.subprocess.Process, signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signum)
+
+
+async def _reap(process: asyncio.subprocess.Process) -> None:
+    """Stop the harness's whole process group (politely first if it still runs) and reap it."""
+    if process.returncode is None:
+        _signal_group(process, signal.SIGTERM)
+        try:
+            await asyncio.wait_for(asyncio.shield(process.wait()), TERM_S)
+        except TimeoutError:
+            pass
+    _signal_group(process, signal.SIGKILL)  # its children too, even when it exited by itself
+    await process.wait()

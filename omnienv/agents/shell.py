@@ -1,0 +1,140 @@
+"""Which tool of an environment is its shell, and how to read a command's exit code from its output.
+
+A harness runs shell commands and reads back their output and exit code; an environment offers a
+tool that runs one command line and returns text. This module is the one place that matches the
+two, with no I/O: it picks the environment's shell tool (and the tool that submits, when there is
+one) from the tool schemas alone, so it works as well on a remote server's listed tools as on an
+environment class, and it splits a tool's text into the output and the exit code a harness expects.
+
+Known shells: the terminal environment's ``run(command, timeout)`` (its output always ends with
+``[exit code N]``) and the jupyter environment's ``execute_shell_command(command)`` (which writes
+``[exit code N]`` only when it is not 0, and ``[command stopped after ...]`` on a timeout).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from omnienv.core import ToolCall, UsageError
+
+__all__ = ["SUBMIT_TOOLS", "ShellOutput", "ShellTool", "find_shell_tool"]
+
+SHELL_TOOLS = ("run", "execute_shell_command", "bash", "shell", "run_command", "execute")
+"""Tool names tried first, in this order, when the caller names none."""
+SUBMIT_TOOLS = ("submit", "final_answer")
+"""Tools that end the episode by the agent's own decision, tried in this order."""
+TIMED_OUT = 124
+"""The exit code of a command the environment stopped at its time limit (as ``timeout(1)`` gives)."""
+
+_EXIT = re.compile(r"\n?\[exit code (-?\d+)\]\s*\Z")
+_STOPPED = re.compile(r"\[(?:command stopped|interrupted) after [^\]]*\]\s*\Z")
+
+
+class _Listed(Protocol):
+    """A tool as an environment class or a server lists it."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def parameters(self) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ShellOutput:
+    """One command's result as a harness reads it."""
+
+    output: str
+    exit_code: int
+
+
+def _properties(tool: _Listed) -> dict[str, Any]:
+    properties = tool.parameters.get("properties")
+    return properties if isinstance(properties, dict) else {}
+
+
+def _required(tool: _Listed) -> list[str]:
+    required = tool.parameters.get("required")
+    return [str(name) for name in required] if isinstance(required, list) else []
+
+
+def _is_string(schema: Any) -> bool:
+    return isinstance(schema, dict) and schema.get("type") == "string"
+
+
+@dataclass(frozen=True, slots=True)
+class ShellTool:
+    """How commands reach one environment: its shell tool, and the tool that submits, if any."""
+
+    name: str
+    command_arg: str = "command"
+    timeout_arg: str | None = None
+    """The shell tool's time-limit argument, when it takes one (seconds)."""
+    submit: str | None = None
+    submit_arg: str | None = None
+    """The submit tool's one text argument (jupyter's ``final_answer(answer)``), or None for a
+    submit tool that takes none (terminal's ``submit()``)."""
+
+    def call(self, command: str, timeout: float | None) -> ToolCall:
+        """The tool call that runs ``command`` (with the time limit, where the tool takes one)."""
+        arguments: dict[str, Any] = {self.command_arg: command}
+        if timeout is not None and self.timeout_arg is not None:
+            arguments[self.timeout_arg] = timeout
+        return ToolCall(self.name, arguments)
+
+    def submit_call(self, text: str) -> ToolCall | None:
+        """The call that submits (with ``text`` as the answer where the tool takes one), or None."""
+        if self.submit is None:
+            return None
+        return ToolCall(self.submit, {self.submit_arg: text.strip()} if self.submit_arg else {})
+
+    @staticmethod
+    def parse(text: str, is_error: bool = False) -> ShellOutput:
+        """The output and exit code in a shell tool's text: the ``[exit code N]`` line taken off the
+        end; a command stopped at its time limit is 124; an error observation (the tool refused the
+        call) is 2, as a shell gives for a usage error; anything else ran and exited 0."""
+        match = _EXIT.search(text)
+        if match:
+            return ShellOutput(text[: match.start()], int(match.group(1)))
+        if _STOPPED.search(text):
+            return ShellOutput(text, TIMED_OUT)
+        return ShellOutput(text, 2 if is_error else 0)
+
+
+def _submit_tool(tools: Mapping[str, _Listed]) -> tuple[str | None, str | None]:
+    for name in SUBMIT_TOOLS:
+        tool = tools.get(name)
+        if tool is None:
+            continue
+        required = _required(tool)
+        if not required:
+            return name, None
+        if len(required) == 1 and _is_string(_properties(tool).get(required[0])):
+            return name, required[0]
+    return None, None
+
+
+def find_shell_tool(tools: Mapping[str, _Listed], name: str | None = None) -> ShellTool:
+    """The environment's shell tool: ``name`` if given, else the first known shell name present.
+
+    A shell tool takes its command as a string argument ``command`` (or ``cmd``) and may take a
+    number ``timeout``; every other required argument disqualifies it. Raises :class:`UsageError`
+    naming the tools there are when none fits, since no harness can play such an environment.
+    """
+    candidates = [name] if name else [n for n in SHELL_TOOLS if n in tools]
+    for candidate in candidates:
+        tool = tools.get(candidate)
+        if tool is None:
+            break
+        properties = _properties(tool)
+        command = next((arg for arg in ("command", "cmd") if _is_string(properties.get(arg))), None)
+        if command is None or set(_required(tool)) - {command}:
+            continue
+        timeout = "timeout" if properties.get("timeout", {}).get("type") in ("number", "integer") else None
+        submit, submit_arg = _submit_tool(tools)
+        return ShellTool(tool.name, command, timeout, submit, submit_arg)
+    listed = ", ".join(sorted(tools)) or "none"
+    wanted = f"tool '{name}' taking a string 'command'" if name else "shell tool (a tool taking a string 'command')"
+    raise UsageError(f"the environment has no {wanted}; its tools: {listed}")

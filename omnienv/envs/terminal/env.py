@@ -1,0 +1,258 @@
+"""Terminal: Harbor-format tasks in a sandboxed shell, graded by each task's own verifier.
+
+A complete omnienv environment in one file. Read it top to bottom:
+
+1. the rubric: the task's ``tests/`` run after the episode, in a sandbox of their own, over a copy
+   of the final workspace (:mod:`.verifier`); its named rewards are the rubric's parts;
+2. ``Terminal``: ``setup`` makes the session's sandbox, builds the task's starting workspace
+   (:mod:`.workspace`) and starts one persistent bash there; four ``@tool`` methods are the agent's
+   actions; ``harbor_environment(path)`` makes the same environment over any Harbor task directory
+   or folder of them (:mod:`.harbor`).
+
+The shell (:class:`~omnienv.sandboxes.shell.SandboxShell`) runs in bubblewrap: no network, a
+read-only system, none of the server's files or variables, memory/CPU/process limits from the
+task's ``task.toml``. The agent never sees ``tests/`` or ``solution/``: they are not in its sandbox.
+A command the agent runs that hangs, exits the shell or fills its output is its own outcome (the
+result says so); so is running out of the task's ``[agent] timeout_sec`` (the episode ends and is
+graded). Only a sandbox the host cannot make is an infrastructure failure, never scored.
+"""
+
+from __future__ import annotations
+
+import base64
+import random
+import re
+import shlex
+import time
+from functools import cache
+from pathlib import Path
+from typing import Any, ClassVar
+
+from omnienv.core import AgentCausedEnd, Environment, Rubric, RubricScore, Task, ToolError, ToolResult, tool
+from omnienv.envs.terminal.harbor import HarborTask, find_tasks
+from omnienv.envs.terminal.verifier import Verdict, verify
+from omnienv.envs.terminal.workspace import build_workspace, env_for, workspace_binds
+from omnienv.sandboxes.bubblewrap import Limits
+from omnienv.sandboxes.sandbox import Sandbox
+from omnienv.sandboxes.shell import CommandResult, SandboxShell
+
+__all__ = ["SUITE", "Terminal", "harbor_environment"]
+
+SUITE = Path(__file__).parent / "tasks"
+"""The shipped task suite."""
+
+MAX_TIMEOUT_S = 600.0
+FILE_BYTES = 65_536
+WRITE_BYTES = 1_000_000
+
+
+# -- 1. the rubric -------------------------------------------------------------------------------
+
+
+def verifier(env: Terminal) -> float:
+    """The task's own verifier, run over the final workspace."""
+    return env.grade().reward
+
+
+class VerifierRubric(Rubric):
+    """The verifier's reward as the total, its named rewards as the parts."""
+
+    def __init__(self) -> None:
+        super().__init__(verifier)
+
+    def score(self, env: Any) -> RubricScore:
+        verdict: Verdict = env.grade()
+        parts = dict(verdict.rewards) or {"reward": verdict.reward}
+        return RubricScore(verdict.reward, parts)
+
+
+# -- 2. the environment --------------------------------------------------------------------------
+
+
+class Terminal(Environment):
+    """Solve terminal tasks (files, code, git, logs, builds) in a sandboxed Linux shell."""
+
+    name = "terminal"
+    task_root: ClassVar[Path] = SUITE
+    splits = ("train", "test")
+    max_turns = 50
+    rubric = VerifierRubric()
+    policies: ClassVar[dict[str, str]] = {"oracle": "omnienv.envs.terminal.oracle:HarborOracle"}
+
+    def __init__(self) -> None:
+        self.sandbox: Sandbox | None = None
+        self.shell: SandboxShell | None = None
+        self.harbor: HarborTask | None = None
+        self.verdict: Verdict | None = None
+        self.commands = 0
+        self.started = 0.0
+
+    @classmethod
+    def harbor_tasks(cls) -> dict[str, HarborTask]:
+        """The class's Harbor tasks by id, read once."""
+        return {task.id: task for task in find_tasks(cls.task_root)}
+
+    @classmethod
+    def tasks(cls, split: str) -> tuple[Task, ...]:
+        return tuple(_as_task(task) for task in cls.harbor_tasks().values() if task.split == split)
+
+    @classmethod
+    def preflight(cls) -> None:
+        """A served terminal refuses to start where shells cannot be sandboxed."""
+        from omnienv.sandboxes.sandbox import preflight
+
+        preflight()
+
+    def render_prompt(self, task: Task | None, rng: random.Random) -> str:
+        """The prompt is the task's instruction: datasets render it with no sandbox."""
+        return self._harbor(task, rng).instruction
+
+    def _harbor(self, task: Task | None, rng: random.Random) -> HarborTask:
+        if task is None:
+            task = rng.choice(self.task_index().split(self.task_index().default_split or "test"))
+        return self.harbor_tasks()[task.id.partition("/")[2] if task.id.startswith(task.split + "/") else task.id]
+
+    def setup(self, task: Task | None, rng: random.Random) -> str:
+        self.teardown()
+        harbor = self.harbor = self._harbor(task, rng)
+        self.verdict, self.commands = None, 0
+        megabyte = 1024 * 1024
+        limits = Limits(
+            memory_bytes=harbor.memory_mb * megabyte,
+            total_memory_bytes=harbor.memory_mb * megabyte,
+            cpus=harbor.cpus,
+            work_bytes=harbor.storage_mb * megabyte,
+            cpu_seconds=int(max(900.0, harbor.agent_timeout)),
+        )
+        self.sandbox = Sandbox(limits, prefix="omnienv-terminal-")
+        build_workspace(self.sandbox, harbor)
+        self.shell = SandboxShell(
+            self.sandbox, workdir=harbor.workdir, env=env_for(harbor), binds=workspace_binds(self.sandbox, harbor)
+        )
+        self.shell.start()
+        self.started = time.monotonic()
+        return harbor.instruction
+
+    def teardown(self) -> None:
+        shell, self.shell = self.shell, None
+        sandbox, self.sandbox = self.sandbox, None
+        if shell is not None:
+            shell.close()
+        if sandbox is not None:
+            sandbox.close()
+
+    def grade(self) -> Verdict:
+        """The verifier's verdict on the workspace as the agent left it (made once per episode)."""
+        if self.verdict is None:
+            if self.sandbox is None or self.harbor is None:
+                raise RuntimeError("no workspace to grade: the episode has not started")
+            if self.shell is not None:
+                self.shell.close()  # the agent's processes die before the copy
+            self.verdict = verify(self.harbor, self.sandbox.work_dir / "workspace", self.sandbox.limits)
+        return self.verdict
+
+    def _run(self, command: str, timeout: float) -> CommandResult:
+        """Run in the shell for at most ``timeout`` seconds, and never past the task's own limit."""
+        if self.shell is None or self.harbor is None:  # pragma: no cover - the base class refuses steps before reset
+            raise ToolError("no shell: the episode has not started")
+        left = self.harbor.agent_timeout - (time.monotonic() - self.started)
+        if left <= 0:
+            raise AgentCausedEnd(
+                f"the task's time is up ({self.harbor.agent_timeout:g} s): the workspace is graded as it stands",
+                "agent_timeout",
+            )
+        self.commands += 1
+        return self.shell.run(command, min(timeout, left))
+
+    @tool
+    def run(self, command: str, timeout: float = 60.0) -> str:
+        """Run a bash command in the task's working directory and show its output and exit code.
+
+        The shell persists between calls: the working directory, exported variables and
+        background jobs (``cmd &``) stay. There is no network. Output is cut to about 20 KB.
+
+        Args:
+            command: The command line, e.g. "ls -la" or "python3 -m unittest -v".
+            timeout: Seconds before the command is interrupted (Ctrl-C), at most 600.
+        """
+        if not command.strip():
+            raise ToolError("the command is empty: pass a bash command line as 'command'")
+        if not 0 < timeout <= MAX_TIMEOUT_S:
+            raise ToolError(f"timeout must be between 0 and {MAX_TIMEOUT_S:g} seconds, got {timeout:g}")
+        result = self._run(command, timeout)
+        lines = [result.output] if result.output else []
+        if result.timed_out:
+            lines.append(f"[interrupted: the command ran past its {timeout:g} s timeout or the task's time limit]")
+        if result.restarted:
+            lines.append("[the shell ended; a new one started in the working directory: variables and jobs are gone]")
+        if result.exit_code is not None:
+            lines.append(f"[exit code {result.exit_code}]")
+        return "\n".join(lines)
+
+    @tool
+    def read_file(self, path: str) -> str:
+        """Show a text file (up to 64 KB).
+
+        Args:
+            path: The file, absolute or relative to the shell's current directory.
+        """
+        result = self._run(f"head -c {FILE_BYTES + 1} -- {shlex.quote(path)}", 30.0)
+        if result.exit_code != 0:
+            raise ToolError(result.output or f"cannot read {path}")
+        text = result.output
+        if len(text.encode()) > FILE_BYTES:
+            return text[:FILE_BYTES] + f"\n[... {path} is longer than {FILE_BYTES} bytes: read the rest with run]"
+        return text
+
+    @tool
+    def write_file(self, path: str, content: str) -> str:
+        """Write a text file (parent directories are made), replacing what was there.
+
+        Args:
+            path: The file, absolute or relative to the shell's current directory.
+            content: The whole new content of the file.
+        """
+        data = content.encode()
+        if len(data) > WRITE_BYTES:
+            raise ToolError(f"the content is {len(data)} bytes; write at most {WRITE_BYTES} per call")
+        encoded = base64.b64encode(data).decode()
+        quoted = shlex.quote(path)
+        result = self._run(f'mkdir -p -- "$(dirname -- {quoted})" && printf %s {encoded} | base64 -d > {quoted}', 30.0)
+        if result.exit_code != 0:
+            raise ToolError(result.output or f"cannot write {path}")
+        return f"wrote {len(data)} bytes to {path}"
+
+    @tool
+    def submit(self) -> ToolResult:
+        """Say the task is done: the episode ends and the task's tests grade the workspace."""
+        # Graded now, so the verdict (all tests passed) reaches the infrastructure's win rates.
+        solved = self.grade().reward >= 1.0
+        return ToolResult.of("Submitted: the task's tests graded the workspace.", done=True, info={"success": solved})
+
+    def state_fields(self) -> dict[str, object]:
+        fields: dict[str, object] = {"commands": self.commands}
+        if self.verdict is not None:
+            fields["verifier"] = {"rewards": self.verdict.rewards, "note": self.verdict.note}
+        return fields
+
+
+def _as_task(task: HarborTask) -> Task:
+    data = {key: task.metadata[key] for key in ("category", "difficulty", "tags") if key in task.metadata}
+    return Task(f"{task.split}/{task.id}", task.split, data)
+
+
+@cache
+def harbor_environment(path: Path) -> type[Terminal]:
+    """The terminal environment over a Harbor task directory, or a folder of them.
+
+    Its splits are those the tasks name (``[metadata] split``; a task naming none is in
+    ``test``), train first.
+    """
+    root = path.resolve()
+    tasks = find_tasks(root)
+    named = {task.split for task in tasks}
+    splits = tuple(s for s in ("train", "test") if s in named) + tuple(sorted(named - {"train", "test"}))
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "-", root.name).strip("-") or "harbor"
+    attributes = {"name": name, "task_root": root, "splits": splits, "__module__": __name__,
+                  "description": f"Harbor tasks from {root}"}  # fmt: skip
+    return type(f"Harbor_{name.replace('-', '_').replace('.', '_')}", (Terminal,), attributes)

@@ -1,0 +1,348 @@
+"""Harbor task directories, read: the instruction, the limits, the verifier, the oracle, and how to
+build the agent's starting workspace without a container.
+
+A task is a directory holding ``instruction.md``, ``task.toml``, ``environment/`` (a
+``Dockerfile`` and its context), ``tests/`` (the verifier, ``test.sh``) and ``solution/``
+(``solve.sh``, the oracle). A folder of them (searched to any depth) is a suite; its tasks may
+share files through symbolic links that stay inside the folder (the shipped suite's verifier
+library), which are followed when the files are handed to a sandbox or exported.
+
+Container-free, the sandbox gives the task the host's read-only system, so only the part of a
+Dockerfile that lays out files can be honoured: ``WORKDIR``, ``COPY``/``ADD`` from the build
+context into the working directory, ``ENV`` and offline ``RUN`` steps (run in the sandbox at
+setup, with no network). A ``RUN`` that only installs Debian packages (``apt-get update &&
+apt-get install -y ...``) is met by the host when it has every one of them installed. ``FROM``
+is read but not pulled; ``USER``, ``EXPOSE``, ``CMD``, ``ENTRYPOINT``, ``LABEL`` and the like
+change nothing the agent sees. Anything that needs the image itself (a package the host lacks,
+any other download, files outside the working directory, a ``docker-compose.yaml``) makes
+:func:`read_task` refuse the task, naming the line.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import shlex
+import subprocess
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from omnienv.core import EnvironmentDefinitionError
+
+__all__ = ["BuildStep", "HarborTask", "HarborTaskError", "find_tasks", "read_task"]
+
+logger = logging.getLogger("omnienv.terminal")
+
+DEFAULT_WORKDIR = "/app"
+_NETWORK = re.compile(r"\b(apt-get|apt|apk|yum|dnf|pip3?|uv|uvx|npm|npx|curl|wget|conda|gem|cargo)\s+\S", re.I)
+_IGNORED = {
+    "USER",
+    "EXPOSE",
+    "CMD",
+    "ENTRYPOINT",
+    "LABEL",
+    "MAINTAINER",
+    "HEALTHCHECK",
+    "STOPSIGNAL",
+    "SHELL",
+    "VOLUME",
+}
+_FLAG = re.compile(r"^--[a-z-]+(=\S*)?$")
+
+
+class HarborTaskError(EnvironmentDefinitionError):
+    """A Harbor task that cannot be read, or cannot run here; the message names the fix."""
+
+
+@dataclass(frozen=True, slots=True)
+class BuildStep:
+    """One step of the workspace build: copy ``source`` (in the context) to ``target``, or run ``command``."""
+
+    kind: str  # "copy" or "run"
+    target: str = ""  # absolute path inside the sandbox (copy)
+    source: str = ""  # path in environment/ (copy)
+    command: str = ""  # shell command (run)
+    cwd: str = DEFAULT_WORKDIR
+    env: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class HarborTask:
+    """One task directory, read and checked; ``steps`` rebuild its starting workspace."""
+
+    id: str
+    path: Path
+    root: Path
+    """The folder the task was found in: links in its files may lead anywhere inside it."""
+    instruction: str
+    split: str
+    metadata: Mapping[str, Any]
+    workdir: str
+    mount: str
+    """The directory the sandbox mounts writable (the first WORKDIR); ``workdir`` lies inside it."""
+    steps: tuple[BuildStep, ...]
+    env: Mapping[str, str]
+    verifier_timeout: float = 600.0
+    agent_timeout: float = 1800.0
+    build_timeout: float = 600.0
+    cpus: float = 1.0
+    memory_mb: int = 2048
+    storage_mb: int = 1024
+    base_image: str = ""
+    config: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def tests_dir(self) -> Path:
+        return self.path / "tests"
+
+    @property
+    def solution_dir(self) -> Path:
+        return self.path / "solution"
+
+
+def read_task(path: Path, task_id: str | None = None, root: Path | None = None) -> HarborTask:
+    """Read one task directory, or say exactly why it cannot run container-free."""
+    path = path.resolve()
+    name = task_id or path.name
+    for required in ("instruction.md", "tests/test.sh"):
+        if not (path / required).is_file():
+            raise HarborTaskError(f"{path} is not a Harbor task: it has no {required}")
+    _check_links(path, name, (root or path).resolve())
+    config = _read_toml(path / "task.toml")
+    if (path / "environment" / "docker-compose.yaml").exists() or (
+        path / "environment" / "docker-compose.yml"
+    ).exists():
+        raise HarborTaskError(f"task '{name}' needs a container: its environment is a docker-compose project")
+    dockerfile = path / "environment" / "Dockerfile"
+    base, workdirs, steps, env = _read_dockerfile(dockerfile, name) if dockerfile.is_file() else ("", [], [], {})
+    mount = workdirs[0] if workdirs else DEFAULT_WORKDIR
+    metadata = dict(config.get("metadata", {}))
+    environment = config.get("environment", {})
+    memory = environment.get("memory_mb") or _megabytes(environment.get("memory")) or 2048
+    storage = environment.get("storage_mb") or _megabytes(environment.get("storage")) or 1024
+    return HarborTask(
+        id=name,
+        path=path,
+        root=root or path,
+        instruction=(path / "instruction.md").read_text(),
+        split=str(metadata.get("split") or "test"),
+        metadata=metadata,
+        workdir=workdirs[-1] if workdirs else DEFAULT_WORKDIR,
+        mount=mount,
+        steps=tuple(steps),
+        env=env,
+        verifier_timeout=float(config.get("verifier", {}).get("timeout_sec", 600.0)),
+        agent_timeout=float(config.get("agent", {}).get("timeout_sec", 1800.0)),
+        build_timeout=float(environment.get("build_timeout_sec", 600.0)),
+        cpus=float(environment.get("cpus", 1.0)),
+        memory_mb=int(memory),
+        storage_mb=int(storage),
+        base_image=base,
+        config=config,
+    )
+
+
+@cache
+def find_tasks(root: Path) -> tuple[HarborTask, ...]:
+    """Every runnable task under ``root`` (itself a task, or a folder of them), ids by relative path.
+
+    A suite keeps the tasks that run here and logs the others with their reasons; a single task
+    that cannot run raises, and so does a folder where none can.
+    """
+    root = root.resolve()
+    if (root / "instruction.md").is_file():
+        return (read_task(root),)
+    found, refused = [], []
+    for instruction in sorted(root.rglob("instruction.md")):
+        task_dir = instruction.parent
+        try:
+            found.append(read_task(task_dir, task_dir.relative_to(root).as_posix(), root))
+        except HarborTaskError as exc:
+            refused.append(exc.message)
+    if refused:
+        logger.warning("%d Harbor task(s) under %s cannot run here:\n  %s", len(refused), root, "\n  ".join(refused))
+    if not found:
+        detail = f": {refused[0]}" if refused else ""
+        raise HarborTaskError(f"no runnable Harbor task under {root}{detail}")
+    return tuple(found)
+
+
+def _check_links(path: Path, name: str, root: Path) -> None:
+    """Links in a task's files may lead only inside the folder it was loaded from: they are
+    followed when the files go to a sandbox, and no task may hand it a file of the host's."""
+    for link in sorted(p for p in path.rglob("*") if p.is_symlink()):
+        target = link.resolve()
+        if not target.is_relative_to(root):
+            raise HarborTaskError(
+                f"task '{name}': {link.relative_to(path)} links to {target}, outside {root}; load the folder "
+                "that holds both (for a task of a suite that shares files, the suite's folder)"
+            )
+
+
+# -- task.toml and the Dockerfile ----------------------------------------------------------------
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    try:
+        return tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise HarborTaskError(f"{path} is not valid TOML: {exc}") from exc
+
+
+def _megabytes(value: Any) -> int | None:
+    """``"2G"``, ``"512M"``, ``"1024"`` (MB) as megabytes."""
+    if value is None:
+        return None
+    found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*", str(value), re.I)
+    if not found:
+        return None
+    scale = {"": 1, "k": 1 / 1024, "m": 1, "g": 1024, "t": 1024 * 1024}[found.group(2).lower()]
+    return int(float(found.group(1)) * scale)
+
+
+def _instructions(text: str) -> list[tuple[int, str, str]]:
+    """(line number, INSTRUCTION, arguments), continuation lines joined, comments dropped."""
+    found: list[tuple[int, str, str]] = []
+    current, start = "", 0
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if not current and (not stripped or stripped.startswith("#")):
+            continue
+        if current and stripped.startswith("#"):
+            continue
+        if not current:
+            start = number
+        if stripped.endswith("\\"):
+            current += stripped[:-1] + " "
+            continue
+        current += stripped
+        keyword, _, arguments = current.partition(" ")
+        found.append((start, keyword.upper(), arguments.strip()))
+        current = ""
+    if current:
+        keyword, _, arguments = current.partition(" ")
+        found.append((start, keyword.upper(), arguments.strip()))
+    return found
+
+
+def _words(arguments: str) -> list[str]:
+    if arguments.startswith("["):
+        try:
+            return [str(word) for word in json.loads(arguments)]
+        except json.JSONDecodeError:
+            pass
+    return shlex.split(arguments)
+
+
+def _read_dockerfile(path: Path, name: str) -> tuple[str, list[str], list[BuildStep], dict[str, str]]:
+    base = ""
+    workdirs: list[str] = []
+    steps: list[BuildStep] = []
+    env: dict[str, str] = {}
+    args: dict[str, str] = {}
+    cwd = DEFAULT_WORKDIR
+
+    def refuse(number: int, line: str, why: str) -> HarborTaskError:
+        return HarborTaskError(
+            f"task '{name}' needs a container: {path.name} line {number} ({line[:80]}) {why}; "
+            "container-free runs use the host's read-only system and no network"
+        )
+
+    for number, keyword, arguments in _instructions(path.read_text()):
+        line = f"{keyword} {arguments}"
+        arguments = re.sub(r"\$\{?(\w+)\}?", lambda m: args.get(m.group(1), env.get(m.group(1), m.group(0))), arguments)
+        if keyword == "FROM":
+            base = arguments.split()[0] if arguments else ""
+        elif keyword == "ARG":
+            key, _, value = arguments.partition("=")
+            args[key.strip()] = value.strip().strip('"')
+        elif keyword == "WORKDIR":
+            cwd = str(PurePosixPath(cwd) / arguments.strip().strip('"'))
+            if workdirs and not _inside(cwd, workdirs[0]):
+                raise refuse(number, line, f"moves outside the working directory {workdirs[0]}")
+            workdirs.append(cwd)
+        elif keyword == "ENV":
+            env.update(_env_pairs(arguments))
+        elif keyword in ("COPY", "ADD"):
+            words = [word for word in _words(arguments) if not _FLAG.match(word)]
+            if any(word.startswith("--from") for word in _words(arguments)) or len(words) < 2:
+                raise refuse(number, line, "copies from another image")
+            if keyword == "ADD" and any(re.match(r"https?://", word) for word in words):
+                raise refuse(number, line, "downloads a file")
+            *sources, target = words
+            target = str(PurePosixPath(cwd) / target) + ("/" if target.endswith("/") else "")
+            mount = workdirs[0] if workdirs else DEFAULT_WORKDIR
+            if not _inside(target.rstrip("/") or "/", mount):
+                raise refuse(number, line, f"writes outside the working directory {mount}")
+            for source in sources:
+                if PurePosixPath(source).is_absolute() or ".." in PurePosixPath(source).parts:
+                    raise refuse(number, line, "copies from outside its build context")
+                if not (path.parent / source).exists():
+                    raise HarborTaskError(
+                        f"task '{name}': {path.name} line {number} copies '{source}', which is not in environment/"
+                    )
+                steps.append(BuildStep("copy", target=target, source=source, cwd=cwd))
+        elif keyword == "RUN":
+            command = " ".join(_words(arguments)) if arguments.startswith("[") else arguments
+            packages = system_packages(command)
+            if packages is not None:  # the image installs system packages: the host may have them all
+                missing = [package for package in packages if not host_has_package(package)]
+                if missing:
+                    raise refuse(number, line, f"installs packages this host lacks ({', '.join(missing)})")
+                continue
+            if _NETWORK.search(command):
+                raise refuse(number, line, "installs software over the network")
+            steps.append(BuildStep("run", command=command, cwd=cwd, env=tuple(env.items())))
+        elif keyword not in _IGNORED and keyword != "ONBUILD":
+            raise refuse(number, line, f"uses {keyword}, which only an image build can honour")
+    return base, workdirs, steps, env
+
+
+_APT_NOOP = re.compile(r"^(apt-get|apt) (update|clean|autoclean)( -\S+)*$|^rm -rf /var/lib/apt/lists(/\*)?$")
+_APT_INSTALL = re.compile(r"^(DEBIAN_FRONTEND=\S+ )?(apt-get|apt) install\b(.*)$")
+
+
+def system_packages(command: str) -> list[str] | None:
+    """The Debian packages a RUN line only installs (``apt-get update && apt-get install -y ...``),
+    or None when the line does anything else."""
+    packages: list[str] = []
+    for segment in re.split(r"&&|;|\n", command):
+        segment = " ".join(segment.split())
+        if not segment or _APT_NOOP.match(segment):
+            continue
+        install = _APT_INSTALL.match(segment)
+        if install is None:
+            return None
+        packages += [word.split("=")[0] for word in install.group(3).split() if not word.startswith("-")]
+    return packages or None
+
+
+@cache
+def host_has_package(package: str) -> bool:
+    """Whether this (Debian-based) host has ``package`` installed, so the sandbox, which mounts the
+    host's system read-only, has what the image would have installed."""
+    try:
+        found = subprocess.run(
+            ["dpkg-query", "-W", "-f=${Status}", package], capture_output=True, text=True, timeout=10, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return found.returncode == 0 and found.stdout.endswith("installed") and "not-installed" not in found.stdout
+
+
+def _env_pairs(arguments: str) -> dict[str, str]:
+    words = shlex.split(arguments)
+    if words and "=" not in words[0]:  # the legacy form: ENV KEY value with spaces
+        return {words[0]: arguments.split(None, 1)[1].strip() if len(words) > 1 else ""}
+    return dict(word.split("=", 1) for word in words if "=" in word)
+
+
+def _inside(path: str, root: str) -> bool:
+    return PurePosixPath(path) == PurePosixPath(root) or PurePosixPath(root) in PurePosixPath(path).parents

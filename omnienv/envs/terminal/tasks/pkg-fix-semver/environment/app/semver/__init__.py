@@ -1,0 +1,3 @@
+from .version import Version, max_satisfying
+
+__all__ = ["Version", "max_satisfying"]

@@ -1,0 +1,4 @@
+from .slug import slugify
+from .words import truncate_words
+
+__all__ = ["slugify", "truncate_words"]

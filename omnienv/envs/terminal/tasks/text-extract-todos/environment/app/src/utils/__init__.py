@@ -1,0 +1,1 @@
+# TODO(hank): re-export helpers

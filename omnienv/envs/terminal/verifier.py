@@ -1,0 +1,111 @@
+"""The verifier: a task's ``tests/`` graded in a sandbox of its own, over a copy of the final workspace.
+
+Nothing the agent left can touch its grade: its processes are dead before the copy is made, the
+verifier's sandbox is new (no process, file or ``/tmp`` of the agent's), ``/tests`` is the task's
+own directory mounted read-only (whatever the agent put at that path is not there), and
+``/logs/verifier`` starts empty (a planted ``reward.txt`` is not there either).
+
+``bash /tests/test.sh`` runs from the working directory under the task's verifier timeout and
+writes ``/logs/verifier/reward.json`` (named rewards; ``reward`` is the main one, else the only one,
+else their mean) or ``reward.txt`` (one number). A verifier that times out, writes no reward or
+writes one that is not a finite number grades the workspace as it stands: 0, with a note saying
+why. Only a sandbox that cannot be made is an infrastructure failure (it raises).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from omnienv.envs.terminal.harbor import HarborTask
+from omnienv.envs.terminal.workspace import SANDBOX_ENV, copy_tree, read_plain_file, workspace_binds
+from omnienv.sandboxes.bubblewrap import Limits
+from omnienv.sandboxes.sandbox import Sandbox
+
+__all__ = ["Verdict", "verify"]
+
+_REWARD_BYTES = 65_536
+_LOG_BYTES = 4_000
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    reward: float
+    rewards: dict[str, float] = field(default_factory=dict)
+    note: str = ""
+    output: str = ""
+
+
+def verify(task: HarborTask, workspace: Path, limits: Limits) -> Verdict:
+    """Grade ``workspace`` (a host directory, the agent's final one) with ``task``'s tests."""
+    sandbox = Sandbox(limits, prefix="omnienv-verifier-")
+    try:
+        copy_tree(workspace, sandbox.work_dir / "workspace")
+        tests = sandbox.root / "tests"  # the task's own, with the files its suite shares by link
+        copy_tree(task.tests_dir, tests, follow_within=task.root)
+        logs = sandbox.run_dir / "verifier"
+        logs.mkdir()
+        log_file = sandbox.root / "verifier.log"
+        script = 'cd "$1" && exec bash /tests/test.sh'
+        with open(log_file, "wb") as log:
+            process = sandbox.spawn(
+                ["bash", "-c", script, "verifier", task.workdir],
+                env={**SANDBOX_ENV, **task.env},
+                binds=[*workspace_binds(sandbox, task), (str(logs), "/logs/verifier")],
+                files=[(str(tests), "/tests")],
+                stdout=log,
+                stderr=log,
+            )
+            try:
+                process.wait(timeout=task.verifier_timeout)
+                timed_out = False
+            except subprocess.TimeoutExpired:
+                sandbox.kill()
+                timed_out = True
+        output = _tail(log_file)
+        if timed_out:
+            return Verdict(0.0, {}, f"the verifier ran over its {task.verifier_timeout:g} s", output)
+        return _read_rewards(logs, output)
+    finally:
+        sandbox.close()
+
+
+def _read_rewards(logs: Path, output: str) -> Verdict:
+    raw_json = read_plain_file(logs, "reward.json", _REWARD_BYTES)
+    if raw_json is not None:
+        try:
+            data = json.loads(raw_json)
+        except ValueError:
+            return Verdict(0.0, {}, "reward.json is not JSON", output)
+        if isinstance(data, (int, float)) and not isinstance(data, bool):
+            data = {"reward": data}
+        if not isinstance(data, dict):
+            return Verdict(0.0, {}, "reward.json is not an object of named rewards", output)
+        rewards = {str(k): float(v) for k, v in data.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        if not rewards or not all(math.isfinite(v) for v in rewards.values()):
+            return Verdict(0.0, {}, "reward.json holds no finite reward", output)
+        main = rewards.get("reward", next(iter(rewards.values())) if len(rewards) == 1 else None)
+        if main is None:
+            main = sum(rewards.values()) / len(rewards)
+        return Verdict(main, rewards, "", output)
+    raw_text = read_plain_file(logs, "reward.txt", _REWARD_BYTES)
+    if raw_text is None:
+        return Verdict(0.0, {}, "the verifier wrote no reward", output)
+    try:
+        value = float(raw_text.decode("utf-8", "replace").strip())
+    except ValueError:
+        return Verdict(0.0, {}, "reward.txt is not a number", output)
+    if not math.isfinite(value):
+        return Verdict(0.0, {}, "reward.txt is not a finite number", output)
+    return Verdict(value, {"reward": value}, "", output)
+
+
+def _tail(path: Path) -> str:
+    with open(path, "rb") as f:
+        f.seek(0, 2)
+        size = f.tell()
+        f.seek(max(0, size - _LOG_BYTES))
+        return f.read().decode("utf-8", "replace")

@@ -1,0 +1,265 @@
+"""A persistent bash inside a :class:`~omnienv.sandboxes.sandbox.Sandbox`: one shell per session.
+
+An agent working in a terminal expects ``cd``, ``export`` and ``server &`` to outlive the command
+that ran them, so every command runs in the same bash, fed through its stdin. The shell is
+interactive (without line editing, prompts or history expansion) for one reason: Ctrl-C then
+aborts the whole command line, as at a terminal, instead of going on with its next command.
+
+- each command is sent base64-encoded and ``eval``-ed in the shell itself (so it keeps its effects),
+  with stdin from ``/dev/null`` (a command never reads the script that feeds the shell) and
+  stderr merged into stdout; a line carrying a per-shell random marker and the exit status follows;
+- a reader thread drains the shell's output all the time (a background job that prints never
+  blocks), keeping a bounded head and tail of each command's output;
+- a command that outlives its timeout gets SIGINT, as Ctrl-C would give it: the shell and every
+  process under it that does not ignore SIGINT (background jobs do: bash starts them so) get it,
+  and the shell reads its next line. One that survives that too, or a command that ends the shell (``exit``), costs the
+  shell: a fresh one starts in the working directory, and the result says so.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import os
+import re
+import secrets
+import shlex
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from omnienv.sandboxes.sandbox import Sandbox, process_tree
+
+__all__ = ["CommandResult", "SandboxShell"]
+
+_GRACE_S = 2.0
+_START_S = 15.0
+
+
+@dataclass(frozen=True, slots=True)
+class CommandResult:
+    """What one command did. ``exit_code`` is None when it was interrupted or the shell died."""
+
+    output: str
+    exit_code: int | None
+    timed_out: bool = False
+    omitted_bytes: int = 0
+    restarted: bool = False
+    """The shell was replaced (it exited, or would not stop): cwd, variables and jobs are reset."""
+
+
+class _Capture:
+    """A bounded window on a stream: its first ``head`` bytes and its last ``tail`` bytes."""
+
+    def __init__(self, head: int, tail: int) -> None:
+        self.head_limit, self.tail_limit = head, tail
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.omitted = 0
+
+    def add(self, data: bytes) -> None:
+        room = self.head_limit - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        self.tail += data
+        excess = len(self.tail) - self.tail_limit
+        if excess > 0:
+            del self.tail[:excess]
+            self.omitted += excess
+
+    def text(self) -> str:
+        note = f"\n[... {self.omitted} bytes of output omitted ...]\n".encode() if self.omitted else b""
+        return (bytes(self.head) + note + bytes(self.tail)).decode("utf-8", "replace").removesuffix("\n")
+
+
+class SandboxShell:
+    """One bash in ``sandbox``, started in ``workdir`` with exactly ``env``; see the module docs."""
+
+    def __init__(
+        self,
+        sandbox: Sandbox,
+        *,
+        workdir: str,
+        env: Mapping[str, str],
+        binds: Sequence[tuple[str, str]] = (),
+        output_bytes: int = 20_000,
+    ) -> None:
+        self.sandbox = sandbox
+        self.workdir = workdir
+        self.env = dict(env)
+        self.binds = tuple(binds)
+        self.output_bytes = output_bytes
+        self._marker = f"__omnienv_done_{secrets.token_hex(12)}__"
+        self._done = re.compile(rb"\n" + self._marker.encode() + rb" (\d+)\n")
+        self._keep = len(self._marker) + 8  # bytes held back: a marker line may start in them
+        self._cond = threading.Condition()
+        self._process: subprocess.Popen[bytes] | None = None
+        self._capture = self._new_capture()
+        self._pending = b""
+        self._finished: list[tuple[_Capture, int]] = []
+        self._eof = True
+        self._shell: int | None = None
+
+    def _new_capture(self) -> _Capture:
+        return _Capture(self.output_bytes // 2, self.output_bytes - self.output_bytes // 2)
+
+    def start(self) -> None:
+        """Start the shell (again); waits until it answers, so the first command finds it ready."""
+        self._stop()
+        process = self.sandbox.spawn(
+            ["bash", "--noprofile", "--norc", "--noediting", "-i"],
+            env={**self.env, "PS1": "", "PS2": "", "HISTFILE": "/dev/null"},
+            binds=self.binds,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
+        with self._cond:
+            self._process, self._eof = process, False
+            self._capture, self._pending, self._finished = self._new_capture(), b"", []
+        threading.Thread(target=self._drain, args=(process,), daemon=True, name="sandbox-shell").start()
+        self._send(f"set +H; cd {shlex.quote(self.workdir)}; printf '\\n%s %d\\n' {self._marker} 0\n")
+        if self._wait_done(time.monotonic() + _START_S) is None:
+            self._stop()
+            raise RuntimeError(f"the sandbox shell did not start within {_START_S:g} s")
+        self._shell = self._shell_pid(process)
+
+    def run(self, command: str, timeout: float) -> CommandResult:
+        """Run ``command`` in the shell for at most ``timeout`` seconds."""
+        if self._process is None or self._eof:
+            self.start()
+        encoded = base64.b64encode(command.encode()).decode()
+        self._send(
+            f'eval "$(printf %s {encoded} | base64 -d)" </dev/null 2>&1\nprintf \'\\n%s %d\\n\' {self._marker} "$?"\n'
+        )
+        done = self._wait_done(time.monotonic() + timeout)
+        timed_out = done is None and not self._eof
+        if timed_out:
+            self._interrupt()
+            done = self._wait_done(time.monotonic() + _GRACE_S)
+        if done is not None:
+            capture, code = done
+            return CommandResult(capture.text(), None if timed_out else code, timed_out, capture.omitted)
+        with self._cond:  # the shell ended, or would not stop: what it printed, then a fresh shell
+            capture, self._capture = self._capture, self._new_capture()
+            capture.add(self._pending)
+        exit_code = None if timed_out else self._exit_status()
+        self.start()
+        return CommandResult(capture.text(), exit_code, timed_out, capture.omitted, restarted=True)
+
+    def close(self) -> None:
+        self._stop()
+
+    # -- the pipe ------------------------------------------------------------------------------
+
+    def _send(self, line: str) -> None:
+        process = self._process
+        if process is None or process.stdin is None:
+            return
+        try:
+            process.stdin.write(line.encode())
+            process.stdin.flush()
+        except (BrokenPipeError, ValueError):
+            with self._cond:
+                self._eof = True
+                self._cond.notify_all()
+
+    def _drain(self, process: subprocess.Popen[bytes]) -> None:
+        stream = process.stdout
+        assert stream is not None
+        fd = stream.fileno()
+        while True:
+            try:
+                data = os.read(fd, 65536)
+            except OSError:
+                data = b""
+            with self._cond:
+                if process is not self._process:
+                    return
+                if not data:
+                    self._eof = True
+                    self._cond.notify_all()
+                    return
+                self._feed(data)
+
+    def _feed(self, data: bytes) -> None:
+        """Split the stream at marker lines: each ends one command's output."""
+        pending = self._pending + data
+        while found := self._done.search(pending):
+            self._capture.add(pending[: found.start()])
+            self._finished.append((self._capture, int(found.group(1))))
+            self._capture = self._new_capture()
+            pending = pending[found.end() :]
+            self._cond.notify_all()
+        if len(pending) > self._keep:
+            self._capture.add(pending[: -self._keep])
+            pending = pending[-self._keep :]
+        self._pending = pending
+
+    def _wait_done(self, deadline: float) -> tuple[_Capture, int] | None:
+        """The next finished command's output and status; None at the deadline or when the shell ends."""
+        with self._cond:
+            while not self._finished:
+                remaining = deadline - time.monotonic()
+                if self._eof or remaining <= 0:
+                    return None
+                self._cond.wait(remaining)
+            return self._finished.pop(0)
+
+    # -- stopping ------------------------------------------------------------------------------
+
+    @staticmethod
+    def _shell_pid(process: subprocess.Popen[bytes]) -> int | None:
+        """The host pid of the bash itself, whose descendants are the commands it runs."""
+        for pid in reversed(process_tree(process.pid)):
+            with contextlib.suppress(OSError), open(f"/proc/{pid}/comm") as f:
+                if f.read().strip() == "bash":
+                    return pid
+        return None
+
+    def _interrupt(self) -> None:
+        """Ctrl-C for the running command: SIGINT to the shell and the processes under it that do
+        not ignore it, which spares the background jobs (bash starts them with SIGINT ignored)."""
+        if self._shell is None:
+            return
+        for pid in process_tree(self._shell):
+            if not _ignores_sigint(pid):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGINT)
+
+    def _exit_status(self) -> int | None:
+        process = self._process
+        if process is None:
+            return None
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=_GRACE_S)
+        return process.returncode
+
+    def _stop(self) -> None:
+        with self._cond:
+            process, self._process = self._process, None
+            self._eof = True
+            self._cond.notify_all()
+        self._shell = None
+        if process is None:
+            return
+        if process.poll() is None:
+            self.sandbox.kill()  # the shell and everything it started, background jobs included
+        for stream in (process.stdin, process.stdout):
+            with contextlib.suppress(OSError):
+                if stream is not None:
+                    stream.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=10)
+
+
+def _ignores_sigint(pid: int) -> bool:
+    with contextlib.suppress(OSError), open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("SigIgn:"):
+                return bool(int(line.split()[1], 16) & (1 << (signal.SIGINT - 1)))
+    return True  # gone already

@@ -1,0 +1,272 @@
+"""The terminal environment over Harbor tasks: reading tasks, the tools, and a verifier the agent cannot game."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from omnienv.client import WebSocketClient
+from omnienv.core import ToolCall, UnknownEnvironmentError, check_env, load_environment
+from omnienv.envs.terminal import HarborTaskError, Terminal, find_tasks, harbor_environment, read_task
+from omnienv.envs.terminal.oracle import solution_calls
+from tests.server.conftest import serve
+
+__all__ = ["serve"]
+
+GRADE = """#!/bin/bash
+score=0
+[ "$(cat /app/out.txt 2>/dev/null)" = "42" ] && score=$((score+1))
+[ "$(cat /app/keep.txt 2>/dev/null)" = "keep" ] && [ -f /app/out.txt ] && score=$((score+1))
+printf '{"reward": %s, "checks": %s}' "$(python3 -c "print($score/2)")" "$score" > /logs/verifier/reward.json
+"""
+
+
+def make_task(
+    root: Path,
+    name: str = "answer",
+    *,
+    dockerfile: str = "FROM ubuntu:24.04\nWORKDIR /app\nCOPY app/ /app/\n",
+    test: str = GRADE,
+    solve: str = "echo 42 > out.txt\n",
+    split: str = "train",
+    toml_extra: str = "",
+) -> Path:
+    task = root / name
+    for part in ("environment/app", "tests", "solution"):
+        (task / part).mkdir(parents=True, exist_ok=True)
+    (task / "instruction.md").write_text(f"Task {name}: write 42 to /app/out.txt and leave keep.txt alone.\n")
+    (task / "task.toml").write_text(
+        f'version = "1.0"\n[metadata]\nsplit = "{split}"\ncategory = "demo"\n[verifier]\ntimeout_sec = 20\n'
+        f"[agent]\ntimeout_sec = 60\n{toml_extra}"
+    )
+    (task / "environment" / "Dockerfile").write_text(dockerfile)
+    (task / "environment" / "app" / "keep.txt").write_text("keep\n")
+    (task / "tests" / "test.sh").write_text(test)
+    (task / "solution" / "solve.sh").write_text(solve)
+    return task
+
+
+def play(env: Terminal, task_id: str, *commands: str) -> float:
+    env.reset(task_id)
+    for command in commands:
+        env.step(ToolCall("run", {"command": command}))
+    result = env.step(ToolCall("submit", {}))
+    assert result.done and result.failure is None, result
+    return result.reward
+
+
+# -- reading tasks -------------------------------------------------------------------------------
+
+
+def test_a_dockerfile_is_honoured_container_free_or_refused_naming_the_line(tmp_path: Path) -> None:
+    docker = (
+        "FROM ubuntu:24.04\nARG NAME=data\nWORKDIR /app\nCOPY app/ /app/\nENV GREETING=hello \\\n    OTHER=x\n"
+        'WORKDIR /app/src\nRUN git init -q && printf \'%s\' "$GREETING" > $NAME.txt\nEXPOSE 80\nCMD ["bash"]\n'
+    )
+    apt = "RUN apt-get update && apt-get install -y --no-install-recommends git python3=3.11* && apt-get clean\n"
+    docker = docker.replace("ARG NAME", apt + "ARG NAME")  # met by the host's own packages: no step
+    task = read_task(make_task(tmp_path, dockerfile=docker, toml_extra="[environment]\nmemory = '1G'\ncpus = 2\n"))
+    assert (task.mount, task.workdir, task.env) == ("/app", "/app/src", {"GREETING": "hello", "OTHER": "x"})
+    assert [step.kind for step in task.steps] == ["copy", "run"] and "data.txt" in task.steps[1].command
+    assert (task.memory_mb, task.cpus, task.split, task.verifier_timeout) == (1024, 2.0, "train", 20.0)
+    refused = {
+        "RUN apt-get update && apt-get install -y omnienv-no-such-package": "packages this host lacks",
+        "RUN apt-get install -y git && pip install requests": "installs software over the network",
+        "COPY app/keep.txt /etc/keep.txt": "outside the working directory",
+        "COPY --from=builder /out /app/out": "copies from another image",
+        "ADD https://example.com/x.tgz /app/": "downloads a file",
+        "VOLUME /data\nONBUILD RUN true\nFOO bar": "uses FOO",
+    }
+    for line, why in refused.items():
+        bad = make_task(tmp_path, "bad", dockerfile=f"FROM ubuntu:24.04\nWORKDIR /app\n{line}\n")
+        with pytest.raises(HarborTaskError, match="needs a container") as caught:
+            read_task(bad)
+        assert why in caught.value.message and "Dockerfile line" in caught.value.message, caught.value.message
+    (bad / "environment" / "docker-compose.yaml").write_text("services: {}\n")
+    with pytest.raises(HarborTaskError, match="docker-compose"):
+        read_task(bad)
+    (bad / "tests" / "test.sh").unlink()
+    with pytest.raises(HarborTaskError, match=r"no tests/test\.sh"):
+        read_task(bad)
+
+
+def test_a_suite_keeps_its_runnable_tasks_and_names_the_others(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    make_task(tmp_path / "suite" / "easy", "one")
+    make_task(tmp_path / "suite", "two", split="test")
+    make_task(tmp_path / "suite", "apt", dockerfile="FROM x\nRUN apt-get install -y cowsay\n")
+    tasks = find_tasks(tmp_path / "suite")
+    assert [task.id for task in tasks] == ["easy/one", "two"]
+    assert "'apt' needs a container" in caplog.text
+    cls = load_environment(str(tmp_path / "suite"))
+    assert cls.splits == ("train", "test") and [t.id for t in cls.tasks("train")] == ["train/easy/one"]
+    with pytest.raises(UnknownEnvironmentError, match="'apt' needs a container"):
+        load_environment(str(tmp_path / "suite" / "apt"))
+    with pytest.raises(UnknownEnvironmentError, match="no runnable Harbor task"):
+        load_environment(str(tmp_path / "suite" / "easy" / "one" / "tests"))
+
+
+# -- the tools and the verifier ------------------------------------------------------------------
+
+
+def test_tools_work_in_the_sandbox_and_the_verifier_grades_with_named_rewards(tmp_path: Path) -> None:
+    env = harbor_environment(make_task(tmp_path))()
+    try:
+        prompt = env.reset()
+        assert prompt.text.startswith("Task answer:")
+        listing = env.step(ToolCall("run", {"command": "pwd; ls; ls /tests /solution 2>&1; echo $HOME"}))
+        assert "/app\nkeep.txt" in listing.observation.text and "[exit code 0]" in listing.observation.text
+        assert "No such file" in listing.observation.text, "the agent must never see tests/ or solution/"
+        assert env.step(ToolCall("write_file", {"path": "sub/dir/f.txt", "content": "é\n"})).observation.text == (
+            "wrote 3 bytes to sub/dir/f.txt"
+        )
+        assert env.step(ToolCall("read_file", {"path": "/app/sub/dir/f.txt"})).observation.text == "é"
+        missing = env.step(ToolCall("read_file", {"path": "nope.txt"}))
+        assert missing.observation.is_error and "No such file" in missing.observation.text
+        bad = env.step(ToolCall("run", {"command": "true", "timeout": 0}))
+        assert bad.observation.is_error and "timeout must be" in bad.observation.text
+        slow = env.step(ToolCall("run", {"command": "sleep 20", "timeout": 0.3}))
+        assert "[interrupted: the command ran past its 0.3 s timeout" in slow.observation.text and slow.failure is None
+        env.step(ToolCall("write_file", {"path": "out.txt", "content": "42\n"}))
+        result = env.step(ToolCall("submit", {}))
+        assert (result.reward, result.done, result.info["success"]) == (1.0, True, True)
+        assert result.info["rubric"] == {"reward": 1.0, "checks": 2.0}
+        assert env.state().fields["verifier"]["rewards"]["checks"] == 2.0
+    finally:
+        env.close()
+
+
+def test_nothing_the_agent_plants_or_leaves_running_changes_its_grade(tmp_path: Path) -> None:
+    env = harbor_environment(make_task(tmp_path))()
+    try:
+        planted = play(
+            env,
+            "train/answer",
+            "mkdir -p /logs/verifier /tests; echo 1 > /logs/verifier/reward.txt",
+            "echo 'echo 1 > /logs/verifier/reward.txt' > /tests/test.sh",
+            "mkdir -p tests logs/verifier; printf 'echo 1 > /logs/verifier/reward.txt\\n' > tests/test.sh",
+            "echo '{\"reward\": 1}' > logs/verifier/reward.json; echo 1 > reward.txt",
+        )
+        assert planted == 0.0
+        late = play(env, "train/answer", "(sleep 1; echo 42 > out.txt) &")
+        assert late == 0.0, "the agent's processes must be dead before the workspace is copied"
+        tricky = play(
+            env, "train/answer", "mkfifo pipe; ln -s /etc/hostname link; echo 42 > out.txt; chmod 000 keep.txt"
+        )
+        assert tricky == 0.5, "a FIFO, a link or an unreadable file must neither block the copy nor help"
+        assert play(env, "train/answer", "echo 42 > out.txt") == 1.0
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize(
+    ("writes", "reward", "note"),
+    [
+        ("echo 0.25 > /logs/verifier/reward.txt", 0.25, ""),
+        ('echo \'{"a": 1, "b": 0}\' > /logs/verifier/reward.json', 0.5, ""),
+        ("echo '{\"only\": 0.75}' > /logs/verifier/reward.json", 0.75, ""),
+        ("echo nan > /logs/verifier/reward.txt", 0.0, "not a finite number"),
+        ("echo '[1]' > /logs/verifier/reward.json", 0.0, "not an object"),
+        ("echo {bad > /logs/verifier/reward.json", 0.0, "not JSON"),
+        ("ln -s /etc/passwd /logs/verifier/reward.txt", 0.0, "wrote no reward"),
+        ("true", 0.0, "wrote no reward"),
+        ("sleep 30", 0.0, "ran over its 1 s"),
+    ],
+)
+def test_what_the_verifier_writes_is_read_strictly(tmp_path: Path, writes: str, reward: float, note: str) -> None:
+    task = make_task(tmp_path, test=f"#!/bin/bash\n{writes}\n", toml_extra="")
+    (task / "task.toml").write_text((task / "task.toml").read_text().replace("timeout_sec = 20", "timeout_sec = 1"))
+    env = harbor_environment(task)()
+    try:
+        assert play(env, "train/answer") == reward
+        assert note in env.state().fields["verifier"]["note"]
+    finally:
+        env.close()
+
+
+def test_a_failing_setup_is_an_infrastructure_failure_never_a_score(tmp_path: Path) -> None:
+    broken = make_task(tmp_path, dockerfile="FROM x\nWORKDIR /app\nRUN exit 3\n")
+    env = harbor_environment(broken)()
+    try:
+        with pytest.raises(Exception, match="exited with 3"):
+            env.reset()
+    finally:
+        env.close()
+
+
+def test_the_contract_checks_pass_and_the_env_is_served_over_ws(tmp_path: Path, serve) -> None:  # type: ignore[no-untyped-def]
+    task = make_task(tmp_path)
+    cls = harbor_environment(task)
+    report = check_env(cls)
+    assert report.ok, report
+    url, _ = serve(str(task))
+    client = WebSocketClient.connect(url)
+    try:
+        client.reset("train/answer")
+        for call in solution_calls(read_task(task)):
+            result = client.step(call)
+        assert result.done and result.reward == 1.0
+    finally:
+        client.close()
+
+
+# -- the shipped suite ---------------------------------------------------------------------------
+
+
+def test_the_suite_is_large_and_split_and_every_category_is_in_both_splits() -> None:
+    tasks = Terminal.harbor_tasks()
+    assert len(tasks) >= 40
+    by_split = {
+        split: {t.metadata["category"] for t in tasks.values() if t.split == split} for split in Terminal.splits
+    }
+    assert by_split["train"] == by_split["test"] and len(by_split["train"]) >= 6, by_split
+    for task in tasks.values():
+        assert (task.solution_dir / "solve.sh").is_file() and task.steps, task.id
+        assert os.path.getsize(task.path / "instruction.md") > 40, task.id
+
+
+def test_the_tasks_time_limit_ends_the_episode_and_it_is_still_graded(tmp_path: Path) -> None:
+    task = make_task(tmp_path)
+    (task / "task.toml").write_text((task / "task.toml").read_text().replace("timeout_sec = 60", "timeout_sec = 1"))
+    env = harbor_environment(task)()
+    try:
+        env.reset()
+        env.step(ToolCall("run", {"command": "echo 42 > out.txt"}))
+        slow = env.step(ToolCall("run", {"command": "sleep 30", "timeout": 60}))
+        assert "[interrupted" in slow.observation.text and not slow.done
+        over = env.step(ToolCall("run", {"command": "echo more"}))
+        assert over.done and over.info["ended_by_agent"]["reason"] == "agent_timeout" and over.failure is None
+        assert over.reward == 1.0, "the workspace is graded as the agent left it"
+    finally:
+        env.close()
+
+
+def test_the_guides_python_runs_as_written() -> None:
+    guide = Path(__file__).resolve().parents[2] / "docs" / "terminal.md"
+    blocks = re.findall(r"```python\n(.*?)```", guide.read_text(), re.DOTALL)
+    assert blocks
+    for number, block in enumerate(blocks, 1):
+        exec(compile(block, f"terminal.md, python block {number}", "exec"), {"__name__": "terminal_guide"})
+
+
+def test_a_suite_may_share_files_by_link_but_no_link_leads_out_of_it(tmp_path: Path) -> None:
+    suite = tmp_path / "suite"
+    task = make_task(suite)
+    (suite / "_shared").mkdir()
+    (suite / "_shared" / "grade.sh").write_text(GRADE)
+    (task / "tests" / "test.sh").unlink()
+    (task / "tests" / "test.sh").symlink_to("../../_shared/grade.sh")
+    env = harbor_environment(suite)()
+    try:
+        assert play(env, "train/answer", "echo 42 > out.txt") == 1.0, "the shared verifier must reach the sandbox"
+    finally:
+        env.close()
+    with pytest.raises(HarborTaskError, match="load the folder that holds both"):
+        read_task(task)
+    (task / "tests" / "secret").symlink_to("/etc/hostname")
+    with pytest.raises(HarborTaskError, match="links to /etc/hostname"):
+        read_task(task, "answer", suite)

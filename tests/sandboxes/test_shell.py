@@ -1,0 +1,75 @@
+"""The persistent sandbox shell: state that outlives a command, interrupts, restarts, bounded output."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from omnienv.sandboxes.sandbox import Sandbox
+from omnienv.sandboxes.shell import SandboxShell
+
+ENV = {"HOME": "/home/user", "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
+
+
+@pytest.fixture
+def shell() -> Iterator[SandboxShell]:
+    sandbox = Sandbox()
+    (sandbox.work_dir / "app").mkdir()
+    shell = SandboxShell(
+        sandbox, workdir="/app", env=ENV, binds=[(str(sandbox.work_dir / "app"), "/app")], output_bytes=4000
+    )
+    try:
+        shell.start()
+        yield shell
+    finally:
+        shell.close()
+        sandbox.close()
+    assert not sandbox.pids(), "a process of the shell outlived it"
+
+
+def test_directory_variables_and_jobs_persist(shell: SandboxShell) -> None:
+    first = shell.run("pwd; export COLOUR=teal; cd /tmp; sleep 60 & echo started", 10)
+    assert first.output.startswith("/app\n") and first.output.endswith("started") and first.exit_code == 0
+    assert shell.run('echo "no history expansion!"', 10).output == "no history expansion!"
+    second = shell.run("echo $COLOUR; pwd; jobs | grep -c sleep", 10)
+    assert second.output == "teal\n/tmp\n1"
+    assert shell.run("false", 10).exit_code == 1
+    assert shell.run("echo oops >&2; exit_code=3; (exit $exit_code)", 10) == type(first)("oops", 3)
+
+
+def test_a_command_past_its_timeout_is_interrupted_and_background_jobs_survive(shell: SandboxShell) -> None:
+    shell.run("sleep 60 &", 10)
+    slow = shell.run("echo before; sleep 30; echo never", 0.5)
+    assert slow.timed_out and slow.exit_code is None and not slow.restarted
+    assert slow.output.strip() == "before", "the rest of an interrupted command line must not run"
+    assert shell.run("jobs | grep -c Running", 10).output == "1", "Ctrl-C must spare background jobs"
+
+
+def test_a_command_that_ignores_the_interrupt_or_ends_the_shell_costs_the_shell(shell: SandboxShell) -> None:
+    shell.run("export KEPT=1", 10)
+    stubborn = shell.run("trap '' INT; sleep 30", 0.5)
+    assert stubborn.timed_out and stubborn.restarted
+    ended = shell.run("echo bye; exit 7", 10)
+    assert ended.restarted and ended.exit_code == 7 and ended.output.startswith("bye")
+    after = shell.run("pwd; echo ${KEPT:-gone}", 10)
+    assert after.output == "/app\ngone" and not after.restarted
+
+
+def test_output_is_bounded_and_input_is_empty(shell: SandboxShell) -> None:
+    flood = shell.run("head -c 1000000 /dev/zero | tr '\\0' x; echo; echo tail-end", 20)
+    assert flood.omitted_bytes > 990_000 and len(flood.output) < 4200
+    assert flood.output.startswith("xxx") and flood.output.endswith("tail-end")
+    assert shell.run("cat; read line; echo $?", 10).output == "1", "a command must never read the shell's own input"
+    syntax = shell.run("if then", 10)
+    assert syntax.exit_code == 2 and "syntax error" in syntax.output
+    assert shell.run("echo still here", 10).output == "still here"
+
+
+def test_the_shell_has_no_network_and_no_host_files(shell: SandboxShell) -> None:
+    probe = shell.run("python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", 22), timeout=2)'", 20)
+    assert probe.exit_code != 0 and ("refused" in probe.output or "unreachable" in probe.output)
+    assert shell.run(
+        "ls /root /work /proc/1/environ 2>/dev/null | wc -l; cat /proc/1/environ | tr '\\0' '\\n'", 10
+    ).output.split("\n")[0] in ("0", "1")
+    assert "SECRET" not in shell.run("env", 10).output
