@@ -57,3 +57,34 @@ def peer_python(name: str, python: str = "python3.11") -> Path:
                 )
             stamp.write_text(wanted)
     return venv / "bin" / "python"
+
+
+FIRST_NEEDED = ("minisweagent", "inspect", "openenv", "nemo_gym", "trl", "openreward")
+"""Peers in the order the suite first asks for them (tests/agents, tests/capture, tests/dialects...)."""
+
+
+def prebuild(jobs: int = 2) -> None:
+    """Build every peer's virtualenv, ``jobs`` at a time, while the suite's first tests run.
+
+    ``make test`` starts this beside pytest: pip waits on downloads and disks as much as on the
+    CPU, so the builds overlap with tests instead of each stalling the test that needs it first.
+    A test that gets there first waits on the build's lock; a build that fails here is built (and
+    fails, loudly) again by the test that needs it.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    names = sorted(p.parent.name for p in PEERS.glob("*/requirements.txt"))
+    ordered = [n for n in FIRST_NEEDED if n in names] + [n for n in names if n not in FIRST_NEEDED]
+
+    def build(name: str) -> None:
+        try:
+            peer_python(name)
+        except Exception as exc:  # the test that needs it reports it
+            print(f"prebuilding the {name} virtualenv failed: {exc}", file=sys.stderr)
+
+    with ThreadPoolExecutor(jobs) as pool:
+        list(pool.map(build, ordered))
+
+
+if __name__ == "__main__":
+    prebuild()

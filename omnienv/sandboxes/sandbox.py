@@ -214,8 +214,16 @@ class Sandbox:
             self._kill_process(process)
             os.close(gate_write)
             raise RuntimeError(f"cannot move the sandbox into its cgroup: {exc}") from exc
-        os.write(gate_write, b"1")  # bwrap may start the program now
-        os.close(gate_write)
+        try:
+            os.write(gate_write, b"1")  # bwrap may start the program now
+        except BrokenPipeError:  # bwrap died before it read the gate: it never started the program
+            self._kill_process(process)
+            raise SandboxUnavailableError(
+                f"bubblewrap exited (status {process.returncode}) before it started {argv[0]!r}; "
+                "its own message, if any, went to the program's stderr"
+            ) from None
+        finally:
+            os.close(gate_write)
         return process
 
     def _join_cgroup(self, pid: int) -> None:

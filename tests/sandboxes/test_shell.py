@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from omnienv.sandboxes.bubblewrap import SandboxUnavailableError
 from omnienv.sandboxes.sandbox import Sandbox
 from omnienv.sandboxes.shell import SandboxShell
 
@@ -73,3 +74,13 @@ def test_the_shell_has_no_network_and_no_host_files(shell: SandboxShell) -> None
         "ls /root /work /proc/1/environ 2>/dev/null | wc -l; cat /proc/1/environ | tr '\\0' '\\n'", 10
     ).output.split("\n")[0] in ("0", "1")
     assert "SECRET" not in shell.run("env", 10).output
+
+
+def test_a_sandbox_that_cannot_start_its_program_is_a_typed_failure() -> None:
+    sandbox = Sandbox()
+    try:
+        with pytest.raises(SandboxUnavailableError, match="before it started 'true'"):
+            sandbox.spawn(["true"], binds=[("/nonexistent-omnienv-path", "/x")])
+        assert not sandbox.pids()
+    finally:
+        sandbox.close()
