@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from omnienv.core import EnvironmentBase, OmniEnvError, load_environment
 
@@ -12,7 +13,7 @@ errors = Console(stderr=True)
 
 
 def fail(message: str) -> typer.Exit:
-    errors.print(f"[bold red]error:[/] {message}")
+    errors.print(f"[bold red]error:[/] {escape(message)}")
     return typer.Exit(2)
 
 

@@ -1,7 +1,9 @@
-"""Find environments by name: built-ins, ``omnienv.environments`` entry points, or ``module:Class``.
+"""Find environments by name: built-ins, ``omnienv.environments`` entry points, ``module:Class``,
+or a catalog name (``reasoning-gym/leg_counting``, see :mod:`omnienv.catalog`).
 
 Entries are import strings, loaded on first use, so listing environments never imports a heavy
-one (a Jupyter or desktop environment pulls in its sandbox stack).
+one (a Jupyter or desktop environment pulls in its sandbox stack). The catalog sits above core,
+so it is imported by name, only when a name is not found among the others.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import importlib
 import os
 from importlib.metadata import entry_points
 from pathlib import Path
+from types import ModuleType
 
 from omnienv.core.env import EnvironmentBase
 from omnienv.core.errors import OmniEnvError, UnknownEnvironmentError
@@ -43,19 +46,22 @@ def registered() -> dict[str, str | type[EnvironmentBase]]:
 
 
 def load_environment(name: str) -> type[EnvironmentBase]:
-    """The environment class for a registered name, a ``module:Class`` path, or a Harbor task
-    directory (or a folder of them)."""
+    """The environment class for a registered name, a catalog name, a ``module:Class`` path, or
+    a Harbor task directory (or a folder of them)."""
     known = registered()
     target = known.get(name)
     if target is None and os.path.isdir(name):
         return _harbor(name)
+    if target is None and _catalog().is_catalog_name(name):
+        found: type[EnvironmentBase] = _catalog().load(name)
+        return found
     if target is None and ":" in name:
         target = name
     if target is None:
-        close = difflib.get_close_matches(name, list(known), n=1)
-        hint = f" Did you mean '{close[0]}'?" if close else ""
+        close = difflib.get_close_matches(name, list(known), n=1) or [_catalog().suggest(name)]
+        hint = f" Did you mean '{close[0]}'?" if close[0] else ""
         raise UnknownEnvironmentError(
-            f"no environment named '{name}'.{hint} Known: {', '.join(known)}; "
+            f"no environment named '{name}'.{hint} Known: {', '.join(known)}, the catalog (`omnienv list`); "
             "or pass 'package.module:Class' or a Harbor task directory."
         )
     if isinstance(target, type):
@@ -68,6 +74,10 @@ def load_environment(name: str) -> type[EnvironmentBase]:
     if not (isinstance(cls, type) and issubclass(cls, EnvironmentBase)):
         raise UnknownEnvironmentError(f"'{target}' is not an omnienv Environment class")
     return cls
+
+
+def _catalog() -> ModuleType:
+    return importlib.import_module("omnienv.catalog.manifest")
 
 
 def _harbor(path: str) -> type[EnvironmentBase]:

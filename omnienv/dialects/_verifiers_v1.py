@@ -102,6 +102,7 @@ class OmniToolset(vf.Toolset[OmniToolsetConfig, OmniState]):
     env: AsyncEnv | None = None
     specs: Mapping[str, ToolSpec] = MappingProxyType({})
     ledger: EpisodeLedger = EpisodeLedger()
+    started: bool = False
 
     async def setup_task(self, task: Any) -> None:
         data: OmniTaskData = task  # verifiers hands tool servers the task's data
@@ -112,6 +113,7 @@ class OmniToolset(vf.Toolset[OmniToolsetConfig, OmniState]):
         self._exit_stack.push_async_callback(self._finish)  # unwound when verifiers stops the server
         _outlive_sigterm()
         await self.env.reset(data.task_id, data.seed)
+        self.started = True
 
     async def _finish(self) -> None:
         """End an episode verifiers stopped early and sync its score, then close the environment.
@@ -125,7 +127,7 @@ class OmniToolset(vf.Toolset[OmniToolsetConfig, OmniState]):
         if env is None:
             return
         try:
-            if not self.ledger.over:
+            if self.started and not self.ledger.over:  # a reset that raised has no episode to end
                 self._state_client = None
                 await self._with_state(self._end)()
         finally:

@@ -36,6 +36,7 @@ import stat
 import subprocess
 import tempfile
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -112,17 +113,18 @@ class Sandbox:
     ) -> None:
         self.limits = limits or Limits()
         self.root = Path(tempfile.mkdtemp(prefix=prefix, dir=base_dir))
-        self.run_dir = self.root / "run"
-        self.work_dir = self.root / "work"
-        self.run_dir.mkdir()
-        self.work_dir.mkdir()
         # Held while this process owns the sandbox; a free lock marks the files of a dead owner. It
         # is locked before it gets its name: a sweeper (another process's pool starting) that found
-        # it unlocked in between would delete this sandbox as it is being made.
+        # it unlocked in between would delete this sandbox as it is being made. It is the first
+        # thing made, so a root without one is a few microseconds old or its owner died making it.
         unnamed = self.root / f".{_LOCK}.new"
         self._owner_lock = os.open(unnamed, os.O_CREAT | os.O_EXCL | os.O_RDWR | os.O_CLOEXEC, 0o600)
         fcntl.flock(self._owner_lock, fcntl.LOCK_EX)
         os.rename(unnamed, self.root / _LOCK)
+        self.run_dir = self.root / "run"
+        self.work_dir = self.root / "work"
+        self.run_dir.mkdir()
+        self.work_dir.mkdir()
         try:
             self.work_capped = _mount_tmpfs(self.work_dir, self.limits.work_bytes)
             # The run dir is shared writable with the sandbox (sockets, files it hands the host): it
@@ -371,18 +373,36 @@ def _remove_root(root: Path) -> None:
     shutil.rmtree(root, ignore_errors=True)
 
 
-def sweep_stale(base_dir: str | None = None, prefix: str = "omnienv-") -> int:
-    """Delete the sandboxes of owners that died (their lock is free): files, mounts, cgroups."""
+def _unlocked_for(root: Path) -> float:
+    """Seconds since a root without a named lock last changed (its owner died before naming it)."""
+    try:
+        return time.time() - root.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def sweep_stale(base_dir: str | None = None, prefix: str = "omnienv-", *, unlocked_grace: float = 60.0) -> int:
+    """Delete the sandboxes of owners that died (their lock is free): files, mounts, cgroups.
+
+    A root that never got its lock (its owner died in the microseconds after making the folder) is
+    deleted once it has not changed for ``unlocked_grace`` seconds: it cannot be told from one being
+    made any sooner.
+    """
     base = Path(base_dir or tempfile.gettempdir())
     removed = 0
     with contextlib.suppress(OSError):
         for root in base.iterdir():
-            if not root.name.startswith(prefix):
+            if not root.name.startswith(prefix) or not root.is_dir() or root.is_symlink():
                 continue
             try:
                 fd = os.open(root / _LOCK, os.O_RDWR | os.O_CLOEXEC)
+            except FileNotFoundError:
+                if _unlocked_for(root) >= unlocked_grace and not (root / _LOCK).exists():
+                    _remove_root(root)
+                    removed += 1
+                continue
             except OSError:
-                continue  # still being created, or not ours
+                continue  # not ours
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:

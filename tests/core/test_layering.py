@@ -27,7 +27,7 @@ TIERS: tuple[frozenset[str], ...] = (
     frozenset({"core"}),  # the contract; the top-level package ``omnienv`` re-exports it
     frozenset({"protocol"}),
     frozenset({"server", "client"}),
-    frozenset({"dialects", "sandboxes", "importers", "capture", "rollout", "deploy", "scaffold", "ui"}),
+    frozenset({"dialects", "sandboxes", "catalog", "capture", "rollout", "deploy", "scaffold", "ui"}),
     frozenset({"envs", "agents"}),
     frozenset({"app", "ray"}),
     frozenset({"cli"}),

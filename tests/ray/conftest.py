@@ -1,4 +1,4 @@
-"""One private Ray instance per test module: 2 CPUs, small object store, no dashboard, loopback only."""
+"""One private Ray instance for the Ray tests: 2 CPUs, small object store, no dashboard, loopback only."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ ACTOR = {"num_cpus": 0.5}
 """Four host actors fit the 2-CPU test instance."""
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")  # started once: each start costs seconds of both CPUs
 def ray_local() -> Iterator[None]:
     os.environ.pop("RAY_ADDRESS", None)
     temp_dir = tempfile.mkdtemp(prefix="omr-")  # Ray's socket paths must stay short

@@ -112,7 +112,7 @@ def test_flaky_endpoint_is_retried(tmp_path: Path) -> None:
         def policy() -> ChatPolicy:
             return ChatPolicy("scripted", Wordle.tools, base_url=f"{url}/v1", max_retries=3, timeout_s=2.0)
 
-        summary = rollout(Wordle, policy, plan_episodes(Wordle, 6, "test"), concurrency=1)
+        summary = rollout(Wordle, policy, plan_episodes(Wordle, 4, "test"), concurrency=1)
     assert summary.failures == 0 and summary.success_rate == 1.0
 
 

@@ -8,7 +8,7 @@ all answers once few are left), which wins every game of the shipped word lists 
 from __future__ import annotations
 
 import re
-from functools import cache
+from functools import cache, lru_cache
 
 from omnienv.core import ToolCall
 from omnienv.envs.wordle import answers, score_guess
@@ -34,16 +34,41 @@ def read_marks(observation_text: str) -> tuple[str, str] | None:
 
 def next_guess(history: list[tuple[str, str]]) -> str:
     """The solver's next word after ``history``, a list of (guess, marks)."""
+    return _next_guess(tuple(history))
+
+
+# Remembered: games that share an opener share their first marks, so their questions repeat.
+@lru_cache(maxsize=8192)
+def _next_guess(history: tuple[tuple[str, str], ...]) -> str:
     if not history:
         return OPENER
-    candidates = [w for w in _all_answers() if all(score_guess(g, w) == m for g, m in history)]
+    candidates = _candidates(history)
     if len(candidates) <= 2:
         return candidates[0] if candidates else OPENER
-    pool = candidates if len(candidates) > WIDE_SEARCH_BELOW else _all_answers()
-    return max(pool, key=lambda guess: _split_quality(guess, candidates))
+    if len(candidates) > WIDE_SEARCH_BELOW:
+        return max(candidates, key=lambda guess: _split_quality(guess, candidates))
+    # The first word of the wide search that tells every candidate apart is the one ``max`` would
+    # pick (a candidate if any does that, as that ranks higher): the search stops there.
+    best = (0, False, 0)
+    for pool, ceiling in ((candidates, (len(candidates), True, -1)), (_all_answers(), (len(candidates), False, -1))):
+        for guess in pool:
+            quality = _split_quality(guess, candidates)
+            if quality >= ceiling:
+                return guess
+            if quality > best:
+                best, chosen = quality, guess
+    return chosen
 
 
-def _split_quality(guess: str, candidates: list[str]) -> tuple[int, bool, int]:
+@lru_cache(maxsize=8192)
+def _candidates(history: tuple[tuple[str, str], ...]) -> tuple[str, ...]:
+    """The answers consistent with every mark, narrowed from those of the history before the last."""
+    earlier = _candidates(history[:-1]) if len(history) > 1 else _all_answers()
+    guess, marks = history[-1]
+    return tuple(word for word in earlier if score_guess(guess, word) == marks)
+
+
+def _split_quality(guess: str, candidates: tuple[str, ...]) -> tuple[int, bool, int]:
     groups: dict[str, int] = {}
     for answer in candidates:
         marks = score_guess(guess, answer)

@@ -17,9 +17,9 @@ from omnienv.sandboxes.sandbox import sweep_stale as sweep_sandboxes
 __all__ = ["KernelPool", "default_pool", "sweep_stale"]
 
 
-def sweep_stale(base_dir: str | None = None) -> int:
+def sweep_stale(base_dir: str | None = None, *, unlocked_grace: float = 60.0) -> int:
     """Delete the sandboxes of kernels whose owner died (files, mounts, cgroups); returns how many."""
-    return sweep_sandboxes(base_dir, prefix=PREFIX)
+    return sweep_sandboxes(base_dir, prefix=PREFIX, unlocked_grace=unlocked_grace)
 
 
 class KernelPool:

@@ -1,0 +1,38 @@
+"""Sweeping the sandboxes of dead owners: a held lock is never swept, a free one always, a folder
+whose owner died before it was locked once it has been left alone for the grace time."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from omnienv.sandboxes.sandbox import Sandbox, sweep_stale
+
+
+def test_only_roots_of_dead_owners_are_swept() -> None:
+    base = Path(tempfile.mkdtemp(prefix="oj-sweep-"))
+    try:
+        live = Sandbox(base_dir=str(base), prefix="omnienv-t-")
+        dead = Sandbox(base_dir=str(base), prefix="omnienv-t-")
+        os.close(dead._owner_lock)  # as if its process had died: the lock is free
+        old = base / "omnienv-t-unlocked-old"
+        fresh = base / "omnienv-t-unlocked-fresh"
+        for root in (old, fresh):
+            (root / "work").mkdir(parents=True)
+        past = time.time() - 120
+        os.utime(old, (past, past))
+        (base / "omnienv-t-a-file").write_text("not a sandbox")
+        (base / "other").mkdir()
+
+        assert sweep_stale(str(base), prefix="omnienv-t-") == 2
+        assert sorted(p.name for p in base.iterdir()) == sorted(
+            [live.root.name, fresh.name, "omnienv-t-a-file", "other"]
+        )
+        assert sweep_stale(str(base), prefix="omnienv-t-", unlocked_grace=0) == 1
+        assert live.root.exists() and not fresh.exists()
+        live.close()
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
