@@ -1,10 +1,10 @@
 """Sweep the catalog: load every environment, reset it, take one step, run the contract checks.
 
 Each source runs in the interpreter that has its library: this one when it imports here, else
-the source's test virtualenv (``.venvs/reasoning_gym``, ``.venvs/gem``) when it exists; a source
-with neither is skipped and the table says why. A worker prints one JSON line per environment;
-this process gathers them into one table (how many load, pass the checks and play, the slowest),
-then lists every failure with its reason.
+the source's test virtualenv (``.venvs/reasoning_gym``, ``.venvs/gem``, ``.venvs/textarena``) when
+it exists; a source with neither is skipped and the table says why. A worker prints one JSON line
+per environment; this process gathers them into one table (how many load, pass the checks and
+play, the slowest), then lists every failure with its reason.
 
 The step is one random call that fits the first tool's schema (as the checker's are): "play"
 means the environment took it without an infrastructure failure, not that it was a good move.
@@ -31,7 +31,11 @@ from rich.console import Console
 from rich.table import Table
 
 ROOT = Path(__file__).resolve().parents[1]
-VENVS = {"reasoning-gym": ROOT / ".venvs" / "reasoning_gym", "gem": ROOT / ".venvs" / "gem"}
+VENVS = {
+    "reasoning-gym": ROOT / ".venvs" / "reasoning_gym",
+    "gem": ROOT / ".venvs" / "gem",
+    "textarena": ROOT / ".venvs" / "textarena",
+}
 console = Console() if sys.stdout.isatty() else Console(width=160)
 
 

@@ -6,6 +6,7 @@ whose library imports here and keeps the others::
     .venv/bin/python scripts/catalog_manifest.py --source gymnasium
     .venvs/reasoning_gym/bin/python scripts/catalog_manifest.py --source reasoning-gym
     .venvs/gem/bin/python scripts/catalog_manifest.py --source gem
+    .venvs/textarena/bin/python scripts/catalog_manifest.py --source textarena
 
 A source is named explicitly because one virtualenv may hold another source's library at another
 version (gem-llm pins its own reasoning-gym).

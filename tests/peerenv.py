@@ -55,8 +55,20 @@ def peer_python(name: str, python: str = "python3.11") -> Path:
                 subprocess.run(
                     ["sh", str(install), str(venv / "bin" / "python")], check=True, env=env, cwd=PEERS / name
                 )
+            _compile_kernel_bytecode(venv / "bin" / "python")
             stamp.write_text(wanted)
     return venv / "bin" / "python"
+
+
+def _compile_kernel_bytecode(python: Path) -> None:
+    """Write the bytecode a sandboxed kernel imports (pip ran with --no-compile) while the venv is
+    built, so that the first kernel pools of the tests that use it do not all write it at once."""
+    script = (
+        "import importlib.util\n"
+        "if importlib.util.find_spec('ipykernel') and importlib.util.find_spec('omnienv'):\n"
+        "    from omnienv.sandboxes.jupyter.packages import kernel_view; kernel_view()\n"
+    )
+    subprocess.run([str(python), "-c", script], check=True, cwd=ROOT)
 
 
 FIRST_NEEDED = ("minisweagent", "inspect", "openenv", "nemo_gym", "trl", "openreward")

@@ -3,8 +3,9 @@
 ``reasoning-gym/leg_counting``, ``gymnasium/FrozenLake-v1``, ``gem/game:Sudoku-v0-easy``: each is
 an ordinary omnienv environment class, made on first load by its source's module
 (:mod:`omnienv.catalog.reasoning_gym`, :mod:`~omnienv.catalog.gymnasium_text`,
-:mod:`~omnienv.catalog.gem`), so every transport and dialect serves it unchanged. What the
-catalog holds is read from ``manifest.json`` without importing any of those libraries.
+:mod:`~omnienv.catalog.gem`, :mod:`~omnienv.catalog.textarena`), so every transport and dialect
+serves it unchanged. What the catalog holds is read from ``manifest.json`` without importing any
+of those libraries.
 """
 
 from omnienv.catalog.manifest import SOURCES, CatalogEntry, MissingLibraryError, Source, entries, find, load, suggest

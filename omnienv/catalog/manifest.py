@@ -47,6 +47,7 @@ SOURCES: dict[str, Source] = {
         Source("reasoning-gym", "reasoning-gym", "reasoning_gym", "reasoning-gym", "omnienv.catalog.reasoning_gym"),
         Source("gymnasium", "gymnasium", "gymnasium", "gymnasium", "omnienv.catalog.gymnasium_text"),
         Source("gem", "gem-llm", "gem", "gem", "omnienv.catalog.gem"),
+        Source("textarena", "textarena", "textarena", "textarena", "omnienv.catalog.textarena"),
     )
 }
 

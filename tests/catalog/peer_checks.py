@@ -1,10 +1,10 @@
 """Checks of one catalog source, run inside that source library's own virtualenv.
 
-``python tests/catalog/peer_checks.py [reasoning-gym|gem]`` prints JSON lines that
+``python tests/catalog/peer_checks.py [reasoning-gym|gem|textarena]`` prints JSON lines that
 tests/peers/test_catalog_*.py read: the manifest against the live library, a sample of the
 source's environments through the contract checker, scripted episodes that score what they
 should, one episode over ``/ws`` from a real server on 127.0.0.1, and one through an in-process
-dialect (Gymnasium's API for reasoning-gym, GEM's own ``gem.make`` for GEM).
+dialect (Gymnasium's API for reasoning-gym and TextArena, GEM's own ``gem.make`` for GEM).
 """
 
 from __future__ import annotations
@@ -32,7 +32,19 @@ SAMPLES = {
         "gem/game:Sudoku-v0-easy",
         "gem/rg:leg_counting",
     ],
+    "textarena": [
+        "textarena/GuessTheNumber-v0",
+        "textarena/TowerOfHanoi-v0",
+        "textarena/Mastermind-v0",
+        "textarena/Sudoku-v0-easy",
+        "textarena/Blackjack-v0",
+    ],
 }
+BISECTION = {
+    "gem": ("\\boxed{{{}}}", "higher than {}", "lower than {}"),
+    "textarena": ("[{}]", "is higher", "is lower"),
+}
+"""How each source's number-guessing game takes a guess and hints: the move, 'higher', 'lower'."""
 
 
 def emit(kind: str, **fields: Any) -> None:
@@ -58,22 +70,46 @@ def score_answers() -> None:
         emit("score", name=name, scores=scores)
 
 
-def guess_the_number(step: Any, prompt: str) -> tuple[float, bool]:
-    """Binary search on GEM's GuessTheNumber by its 'higher'/'lower' hints; the total reward and
-    whether the game ended by its rules."""
+def guess_the_number(step: Any, prompt: str, source: str = "gem") -> tuple[float, bool]:
+    """Binary search on GuessTheNumber (GEM's or TextArena's) by its 'higher'/'lower' hints; the
+    total reward and whether the game ended by its rules."""
+    move, higher, lower = BISECTION[source]
     low, high = (int(n) for n in re.search(r"between (\d+) and (\d+)", prompt).groups())  # type: ignore[union-attr]
     total = 0.0
     for _ in range(10):
         guess = (low + high) // 2
-        text, reward, done = step(f"\\boxed{{{guess}}}")
+        text, reward, done = step(move.format(guess))
         total += reward
         if done:
             return total, True
-        if f"higher than {guess}" in text:
+        if higher.format(guess) in text:
             low = guess + 1
-        elif f"lower than {guess}" in text:
+        elif lower.format(guess) in text:
             high = guess - 1
     return total, False
+
+
+def play_textarena() -> None:
+    """TextArena: scripted episodes score what TextArena scores them, and end as it ends them.
+
+    Tower of Hanoi solved in its 7 moves wins 1; two invalid moves in a row lose Mastermind with
+    TextArena's partial score (0 here: no guess yet); guessing upwards from 1 runs GuessTheNumber
+    into its turn limit, which is truncation, with TextArena's closeness score.
+    """
+    episodes = {
+        "textarena/TowerOfHanoi-v0": ["[A C]", "[A B]", "[C B]", "[A C]", "[B A]", "[B C]", "[A C]"],
+        "textarena/Mastermind-v0": ["no guess", "still none"],
+        "textarena/GuessTheNumber-v0": [f"[{n}]" for n in range(1, 21)],
+    }
+    for name, moves in episodes.items():
+        env = load_environment(name)()
+        env.reset(task="test/00003")
+        for move in moves:
+            result = env.step(ToolCall("act", {"action": move}))
+            if result.over:
+                break
+        steps, text = env.state().step_count, result.observation.text
+        emit("episode", name=name, moves=steps, reward=result.reward, over=[result.done, result.truncated], text=text)
 
 
 def over_ws(source: str) -> None:
@@ -99,12 +135,28 @@ def over_ws(source: str) -> None:
             result = env.step(ToolCall("act", {"action": text}))
             return result.observation.text, result.reward, result.done
 
-        total, done = guess_the_number(step, prompt)
+        total, done = guess_the_number(step, prompt, source)
         emit("ws", name=name, prompt=bool(prompt), tools=tools, reward=total, done=done)
 
 
 def in_dialect(source: str) -> None:
     name = SAMPLES[source][0]
+    if source == "textarena":
+        from omnienv.dialects.gymnasium import GymnasiumEnv
+
+        gym_env = GymnasiumEnv(name)
+        obs, _ = gym_env.reset(seed=5)
+        over = [False, False]
+
+        def act(text: str) -> tuple[str, float, bool]:
+            observation, reward, terminated, truncated, _ = gym_env.step(f"<act>{text}</act>")
+            over[:] = [terminated, truncated]
+            return str(observation), float(reward), bool(terminated)
+
+        total, _ = guess_the_number(act, str(obs), source)
+        emit("dialect", name=name, api="gymnasium", prompt=bool(obs), reward=total, over=over)
+        gym_env.close()
+        return
     if source == "reasoning-gym":
         from omnienv.dialects.gymnasium import GymnasiumEnv
 
@@ -135,15 +187,21 @@ def main(source: str) -> None:
     check_sample(source)
     if source == "reasoning-gym":
         score_answers()
+    if source == "textarena":
+        play_textarena()
     over_ws(source)
     in_dialect(source)
 
 
 def default_source() -> str:
-    """GEM where gem-llm is installed (its virtualenv holds an older reasoning-gym too), else reasoning-gym."""
+    """GEM where gem-llm is installed (its virtualenv holds an older reasoning-gym too), else
+    TextArena where it is, else reasoning-gym."""
     import importlib.util
 
-    return "gem" if importlib.util.find_spec("gem") is not None else "reasoning-gym"
+    for source, module in (("gem", "gem"), ("textarena", "textarena")):
+        if importlib.util.find_spec(module) is not None:
+            return source
+    return "reasoning-gym"
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ from omnienv.cli.main import app
 from omnienv.core import UnknownEnvironmentError, load_environment
 
 runner = CliRunner(env={"COLUMNS": "200"})
-FOREIGN = ("reasoning_gym", "gem", "gymnasium")
+FOREIGN = ("reasoning_gym", "gem", "gymnasium", "textarena")
 
 LISTING = f"""
 import json, sys, time
@@ -60,8 +60,8 @@ def test_list_as_a_table_and_by_source() -> None:
     assert result.exit_code == 0, result.output
     assert "gymnasium/Taxi-v4" in result.output and "move, pickup, dropoff" in result.output
     assert "wordle" not in result.output
-    unknown = runner.invoke(app, ["list", "--source", "textarena"])
-    assert unknown.exit_code == 2 and "no source 'textarena'" in unknown.output
+    unknown = runner.invoke(app, ["list", "--source", "nosuchsource"])
+    assert unknown.exit_code == 2 and "no source 'nosuchsource'" in unknown.output
 
 
 def test_every_catalog_name_is_namespaced_by_a_known_source() -> None:

@@ -152,8 +152,11 @@ def test_nothing_the_agent_plants_or_leaves_running_changes_its_grade(tmp_path: 
             "echo '{\"reward\": 1}' > logs/verifier/reward.json; echo 1 > reward.txt",
         )
         assert planted == 0.0
-        late = play(env, "train/answer", "(sleep 1; echo 42 > out.txt) &")
-        assert late == 0.0, "the agent's processes must be dead before the workspace is copied"
+        # A writer that outlives the agent's turn: it is dead once the episode is graded (however
+        # slow the machine), so the copy the verifier reads can never change under it.
+        late = play(env, "train/answer", "(sleep 5; echo 42 > out.txt) &")
+        assert late == 0.0 and env.sandbox is not None
+        assert env.sandbox.pids() == set(), "the agent's processes must be dead before the workspace is copied"
         tricky = play(
             env, "train/answer", "mkfifo pipe; ln -s /etc/hostname link; echo 42 > out.txt; chmod 000 keep.txt"
         )

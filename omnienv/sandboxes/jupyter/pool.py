@@ -10,7 +10,7 @@ from omnienv.sandboxes.bubblewrap import Limits
 from omnienv.sandboxes.cells import OutputLimits
 from omnienv.sandboxes.jupyter.errors import SandboxStartError
 from omnienv.sandboxes.jupyter.kernel import PREFIX, START_TIMEOUT, SandboxedKernel
-from omnienv.sandboxes.jupyter.packages import KERNEL_PACKAGES
+from omnienv.sandboxes.jupyter.packages import KERNEL_PACKAGES, kernel_view
 from omnienv.sandboxes.pool import WarmPool
 from omnienv.sandboxes.sandbox import sweep_stale as sweep_sandboxes
 
@@ -45,6 +45,9 @@ class KernelPool:
         self.base_dir = base_dir
         self.output_limits = output_limits or OutputLimits()
         self.packages = packages
+        # Now, not in the first start: writing missing bytecode (once per installation, seconds
+        # where an installer skipped it) must not count against a kernel's start timeout.
+        kernel_view(packages)
         self._pool: WarmPool[SandboxedKernel] = WarmPool(
             self._create,
             SandboxedKernel.kill,
