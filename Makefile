@@ -10,7 +10,8 @@ install: system-deps $(STAMP)
 
 # System packages the sandboxes need, installed when missing: bubblewrap (Jupyter kernels, shells);
 # python3, git, gcc, make and libc6-dev (the packages the terminal tasks' Dockerfiles name);
-# Xvfb, xdotool, wmctrl, openbox, small X apps, Gnumeric and PCManFM (desktop sessions).
+# Xvfb, xdotool, wmctrl, openbox, small X apps, Gnumeric and PCManFM (desktop sessions); dockerd and debootstrap
+# (the image tests).
 .PHONY: system-deps
 system-deps:
 	@command -v bwrap >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq --no-install-recommends bubblewrap; }
@@ -18,13 +19,16 @@ system-deps:
 		|| { apt-get update -qq && apt-get install -y -qq --no-install-recommends python3 git gcc make libc6-dev; }
 	@(for c in Xvfb xdotool wmctrl openbox xterm xedit xcalc xclock xwd gnumeric ssconvert pcmanfm; do command -v $$c >/dev/null 2>&1 || exit 1; done) \
 		|| { apt-get update -qq && apt-get install -y -qq --no-install-recommends xvfb xdotool wmctrl openbox xterm x11-apps gnumeric pcmanfm; }
+	@# Docker's daemon and debootstrap for the image tests (tests/deploy starts a private dockerd, makes a local base)
+	@(command -v dockerd && command -v debootstrap) >/dev/null 2>&1 \
+		|| { apt-get update -qq && apt-get install -y -qq --no-install-recommends docker.io debootstrap; }
 	@# Chromium for the browser tests of the /ui pages (Playwright drives it; no browser download)
 	@command -v chromium >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium; }
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet --no-compile -e '.[dev,server,llm,jupyter,desktop,ray]'
+	$(BIN)/pip install --quiet --no-compile -e '.[dev,server,llm,jupyter,desktop,ray,deploy]'
 	@rm -f $(VENV)/.installed-* && touch $@
 
 demo: install
@@ -65,6 +69,13 @@ bench-desktop: install
 .PHONY: bench-ui
 bench-ui: install
 	$(BIN)/python benchmarks/ui_startup.py
+
+# A tiny model learns the Doors environment with TRL's GRPOTrainer on the CPU, in-process and against
+# `omnienv serve` (docs/trl.md): prints the first and last mean rewards and the reward curve's path.
+.PHONY: train-demo
+train-demo: install
+	$(BIN)/python -c "from tests.peerenv import peer_python; peer_python('trl')"
+	OMP_NUM_THREADS=1 TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1 .venvs/trl/bin/python examples/train_demo.py
 
 clean:
 	rm -rf $(VENV) .venvs .pytest_cache demo-trajectories.jsonl

@@ -3,10 +3,12 @@
 With a GPU and a chat model that calls tools (Qwen3, Llama 3.1...)::
 
     python examples/train_wordle_grpo.py --model Qwen/Qwen3-0.6B --steps 200
+    python examples/train_wordle_grpo.py --model Qwen/Qwen3-0.6B --vllm colocate   # vLLM generates
 
-On any laptop, with nothing downloaded: ``--tiny`` builds a tokenizer and a random 100k-parameter
-Qwen3-shaped model on the spot, teaches it the tool-call format with a few supervised steps, then
-runs GRPO on the CPU::
+``scripts/train_gpu.sh`` runs it end to end against a served Wordle (docs/trl.md). On any laptop,
+with nothing downloaded: ``--tiny`` builds a tokenizer and a random 100k-parameter Qwen3-shaped
+model on the spot, teaches it the tool-call format with a few supervised steps, then runs GRPO on
+the CPU::
 
     python examples/train_wordle_grpo.py --tiny --steps 2
 
@@ -26,88 +28,25 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from transformers import (
-    PreTrainedTokenizerFast,
-    Qwen3Config,
-    Qwen3ForCausalLM,
-    TrainerCallback,
-    set_seed,
-)
+from tiny_model import build_tiny_model, call_text, called, turn
+from transformers import PreTrainedTokenizerFast, Qwen3ForCausalLM, TrainerCallback, set_seed
 from trl import GRPOConfig, GRPOTrainer
 
 from omnienv.dialects.trl import dataset, environment_factory
 from omnienv.envs.wordle.env import PROMPT
 
-QWEN_SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
-QWEN_MARKERS = ["<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>", "<think>", "</think>"]
 OPENERS = ["crane", "slate", "audio", "raise", "stone", "light", "pious", "mount"]
 
 
-def call_text(word: str) -> str:
-    return f'<tool_call>\n{{"name": "guess", "arguments": {{"word": "{word}"}}}}\n</tool_call><|im_end|>'
-
-
-def build_tiny_model(directory: Path, tools: list[Any], sft_steps: int) -> None:
-    """A byte-level BPE tokenizer and a tiny random Qwen3, taught to call ``guess`` by a few SFT steps."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+def build_wordle_model(directory: Path, tools: list[Any], sft_steps: int) -> None:
+    """The tiny model of ``tiny_model.py``, taught to call ``guess`` with a few opening words."""
+    from transformers.utils import get_json_schema
     from trl.chat_template_utils import qwen3_chat_template
 
-    conversations = _sft_conversations()
-    bpe = Tokenizer(models.BPE())
-    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    bpe.decoder = decoders.ByteLevel()
-    corpus = [PROMPT, qwen3_chat_template, *(json.dumps(t) for t in _schemas(tools))]
-    corpus += [call_text(w) for w in OPENERS] + ["guesses left. Correct! Out of guesses. 🟩🟨⬛"]
-    trainer = trainers.BpeTrainer(
-        vocab_size=600, special_tokens=QWEN_SPECIAL, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
-    )
-    bpe.train_from_iterator(corpus * 4, trainer=trainer)
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=bpe,
-        eos_token="<|im_end|>",
-        pad_token="<|endoftext|>",
-        padding_side="left",
-        chat_template=qwen3_chat_template,
-    )
-    tokenizer.add_tokens(QWEN_MARKERS)  # plain added tokens, as in Qwen's own tokenizer
-
-    config = Qwen3Config(
-        vocab_size=len(tokenizer),
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        head_dim=16,
-        max_position_embeddings=2048,
-        tie_word_embeddings=True,
-        pad_token_id=tokenizer.pad_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        bos_token_id=None,
-    )
-    model = Qwen3ForCausalLM(config)
-    examples = []
-    for messages, completion in conversations:
-        prefix = tokenizer.apply_chat_template(messages, tools=tools, add_generation_prompt=True, tokenize=False)
-        prefix_ids = tokenizer(prefix, add_special_tokens=False)["input_ids"]
-        target_ids = tokenizer(completion, add_special_tokens=False)["input_ids"]
-        ids = torch.tensor([prefix_ids + target_ids])
-        labels = torch.tensor([[-100] * len(prefix_ids) + target_ids])
-        examples.append((ids, labels))
-    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
-    model.train()
-    for step in range(sft_steps):
-        ids, labels = examples[step % len(examples)]
-        loss = model(input_ids=ids, labels=labels).loss
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad()
-        if step % 25 == 0 or step == sft_steps - 1:
-            print(f"SFT step {step} loss {loss.item():.3f}", flush=True)
-    model.generation_config.eos_token_id = tokenizer.eos_token_id
-    model.generation_config.pad_token_id = tokenizer.pad_token_id
-    model.save_pretrained(directory)
-    tokenizer.save_pretrained(directory)
+    corpus = [PROMPT, qwen3_chat_template, *(json.dumps(get_json_schema(t)) for t in tools)]
+    corpus += [call_text("guess", {"word": w}) for w in OPENERS] + ["guesses left. Correct! Out of guesses. 🟩🟨⬛"]
+    examples = [turn(messages, tools, completion) for messages, completion in _sft_conversations()]
+    build_tiny_model(directory, examples, corpus, sft_steps)
 
 
 def _sft_conversations() -> list[tuple[list[dict[str, Any]], str]]:
@@ -115,21 +54,10 @@ def _sft_conversations() -> list[tuple[list[dict[str, Any]], str]]:
     out = []
     for first, second in zip(OPENERS, OPENERS[1:] + OPENERS[:1], strict=True):
         user = [{"role": "user", "content": PROMPT}]
-        out.append((user, call_text(first)))
-        called = {
-            "role": "assistant",
-            "content": "",
-            "tool_calls": [{"type": "function", "function": {"name": "guess", "arguments": {"word": first}}}],
-        }
+        out.append((user, call_text("guess", {"word": first})))
         reply = {"role": "tool", "name": "guess", "content": f"{first.upper()} ⬛🟨⬛⬛🟩 — 5 guesses left."}
-        out.append(([*user, called, reply], call_text(second)))
+        out.append(([*user, called("guess", {"word": first}), reply], call_text("guess", {"word": second})))
     return out
-
-
-def _schemas(tools: list[Any]) -> list[dict[str, Any]]:
-    from transformers.utils import get_json_schema
-
-    return [get_json_schema(t) for t in tools]
 
 
 class PrintLogs(TrainerCallback):
@@ -187,6 +115,11 @@ def main() -> None:
     parser.add_argument("--max-tool-calls", type=int, default=None, help="tool-calling iterations per rollout")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--also", default=None, help="a second Wordle (name or server URL) trained on in the same run")
+    parser.add_argument("--vllm", choices=["colocate", "server"], default=None, help="generate with vLLM (GPU)")
+    parser.add_argument(
+        "--vllm-server-url", default="http://127.0.0.1:8001", help="`trl vllm-serve`, for --vllm server"
+    )
+    parser.add_argument("--vllm-gpu-memory", type=float, default=0.3, help="vLLM's share of the GPU, colocated")
     args = parser.parse_args()
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # environment_factory is marked experimental
     set_seed(args.seed)
@@ -209,7 +142,7 @@ def main() -> None:
         if not (model_dir / "config.json").exists():
             started = time.perf_counter()
             tools = [getattr(Wordle, n) for n in ("guess", "get_history")]
-            build_tiny_model(model_dir, tools, args.sft_steps)
+            build_wordle_model(model_dir, tools, args.sft_steps)
             print(f"built the tiny model in {time.perf_counter() - started:.1f} s: {model_dir}", flush=True)
         model: Any = Qwen3ForCausalLM.from_pretrained(model_dir)
         tokenizer: Any = PreTrainedTokenizerFast.from_pretrained(model_dir)
@@ -246,6 +179,11 @@ def main() -> None:
             save_strategy="no",
             seed=args.seed,
             chat_template_kwargs={"enable_thinking": False},
+            use_vllm=args.vllm is not None,
+            vllm_mode=args.vllm or "colocate",
+            vllm_server_base_url=args.vllm_server_url if args.vllm == "server" else None,
+            vllm_gpu_memory_utilization=args.vllm_gpu_memory,
+            bf16=torch.cuda.is_available(),
         )
 
     trainer = GRPOTrainer(

@@ -13,209 +13,27 @@ reached gets a 502 (a timeout a 504) that says which upstream it was.
 
 from __future__ import annotations
 
-import time
-from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractContextManager, asynccontextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from types import TracebackType
-from typing import Any
 from urllib.parse import quote
 
-import httpx
-import orjson
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
-from starlette.routing import Route
-
-from omnienv.capture.calls import Api, ModelCall
+from omnienv.capture.app import EPISODE_HEADER, SERVER_OPTIONS, ProxyApp
+from omnienv.capture.calls import ModelCall
 from omnienv.capture.log import CallLog
-from omnienv.capture.stream import ChatStream, ResponseStream, events
-from omnienv.capture.wire import (
-    Asked,
-    Tokens,
-    ask_chat,
-    ask_responses,
-    chat_tokens,
-    response_tokens,
-    strip_chat,
-    strip_response,
-)
 
-__all__ = ["EPISODE_HEADER", "CaptureProxy", "create_proxy_app"]
-
-EPISODE_HEADER = "X-Omnienv-Episode"
-# Never forwarded: hop-by-hop headers, the ones httpx sets from the body it sends, and our own.
-_DROPPED = frozenset(
-    {b"host", b"content-length", b"connection", b"keep-alive", b"transfer-encoding", b"accept-encoding", b"upgrade"}
-    | {b"te"}
-)
-_EPISODE_KEY = EPISODE_HEADER.lower().encode()
-_JSON = (b"content-type", b"application/json")
-
-
-def _error(status: int, message: str, kind: str) -> Response:
-    return Response(orjson.dumps({"error": {"message": message, "type": kind}}), status, media_type="application/json")
+__all__ = ["EPISODE_HEADER", "CaptureProxy", "ProxyApp", "create_proxy_app"]
 
 
 def create_proxy_app(
     upstream: str, log: CallLog, *, request_tokens: bool = True, timeout: float = 600.0, connections: int = 1024
-) -> Starlette:
+) -> ProxyApp:
     """The proxy as an ASGI app. ``upstream`` is the base URL a client would use (``.../v1``, or
     the server root). ``request_tokens=False`` forwards bodies unchanged, for an upstream that
-    rejects vLLM's fields; the records then hold whatever token fields the harness asked for."""
-    root = upstream.rstrip("/").removesuffix("/v1")
-    state: dict[str, httpx.AsyncClient] = {}
-
-    @asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        # One client for the app's life: its pooled connections are what keeps the added latency low.
-        limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
-        async with httpx.AsyncClient(timeout=httpx.Timeout(timeout, connect=10.0), limits=limits) as client:
-            state["client"] = client
-            yield
-
-    def target(request: Request) -> tuple[str, str | None, list[tuple[bytes, bytes]]]:
-        # Read from the raw ASGI scope: building Starlette's URL and header views costs more than the rest.
-        episode = request.path_params.get("episode")
-        headers = []
-        for name, value in request.scope["headers"]:  # lower-case already, by the ASGI spec
-            if name == _EPISODE_KEY:
-                episode = episode or value.decode("latin-1") or None
-            elif name not in _DROPPED:
-                headers.append((name, value))
-        url = f"{root}/v1/{request.path_params['path']}"
-        query = request.scope.get("query_string", b"")
-        return (f"{url}?{query.decode('latin-1')}" if query else url), episode, headers
-
-    def unreachable(exc: httpx.HTTPError) -> Response:
-        if isinstance(exc, httpx.TimeoutException):
-            return _error(
-                504, f"capture proxy: the upstream {root} did not answer in time ({exc!r})", "upstream_timeout"
-            )
-        return _error(502, f"capture proxy: the upstream {root} could not be reached ({exc!r})", "upstream_unreachable")
-
-    async def passthrough(request: Request) -> Response:
-        url, _, headers = target(request)
-        try:
-            answer = await state["client"].request(request.method, url, content=await request.body(), headers=headers)
-        except httpx.HTTPError as exc:
-            return unreachable(exc)
-        return Response(answer.content, answer.status_code, media_type=answer.headers.get("content-type"))
-
-    async def capture(request: Request) -> Response:
-        started = time.perf_counter()
-        api: Api = "chat" if request.path_params["path"] == "chat/completions" else "responses"
-        raw = await request.body()
-        try:
-            body = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            body = None
-        if not isinstance(body, dict):  # not ours to judge: the upstream answers it
-            return await passthrough(request)
-        sent, asked = (ask_chat if api == "chat" else ask_responses)(body, request_tokens)
-        url, episode, headers = target(request)
-        if not any(name == b"content-type" for name, _ in headers):
-            headers.append(_JSON)
-        client = state["client"]
-        upstream_request = httpx.Request("POST", url, content=orjson.dumps(sent), headers=headers)
-        try:
-            answer = await client.send(upstream_request, stream=bool(body.get("stream")))
-        except httpx.HTTPError as exc:
-            return unreachable(exc)
-
-        def record(response: dict[str, Any], tokens: Tokens, streamed: bool) -> None:
-            log.add(
-                ModelCall(
-                    episode=episode,
-                    api=api,
-                    request=body,
-                    response=response,
-                    prompt_token_ids=tokens.prompt,
-                    completion_token_ids=tokens.completion,
-                    logprobs=tokens.logprobs,
-                    finish_reason=tokens.finish_reason,
-                    usage=tokens.usage,
-                    latency_s=time.perf_counter() - started,
-                    streamed=streamed,
-                    missing=tokens.missing(),
-                )
-            )
-
-        if not body.get("stream"):
-            media = answer.headers.get("content-type", "application/json")
-            if answer.status_code >= 400:
-                return Response(answer.content, answer.status_code, media_type=media)
-            try:
-                data = orjson.loads(answer.content)
-            except orjson.JSONDecodeError:
-                return Response(answer.content, answer.status_code, media_type=media)
-            if api == "chat":
-                tokens = chat_tokens(data)
-                strip_chat(data, asked)
-            else:
-                tokens = response_tokens(data)
-                strip_response(data, asked)
-            record(data, tokens, False)
-            return Response(orjson.dumps(data), answer.status_code, media_type="application/json")
-
-        if answer.status_code >= 400:
-            content = await answer.aread()
-            await answer.aclose()
-            return Response(content, answer.status_code, media_type=answer.headers.get("content-type"))
-        return StreamingResponse(_relay(answer, api, asked, record), answer.status_code, media_type="text/event-stream")
-
-    async def endpoint(request: Request) -> Response:
-        """Chat completions and responses are captured; every other ``/v1`` call (models...) passes through."""
-        if request.method == "POST" and request.path_params["path"] in ("chat/completions", "responses"):
-            return await capture(request)
-        return await passthrough(request)
-
-    methods = ["GET", "POST", "DELETE"]
-    routes = [Route(prefix + "/v1/{path:path}", endpoint, methods=methods) for prefix in ("", "/episodes/{episode}")]
-    return Starlette(routes=routes, lifespan=lifespan)
-
-
-async def _relay(
-    answer: httpx.Response, api: Api, asked: Asked, record: Callable[[dict[str, Any], Tokens, bool], None]
-) -> AsyncIterator[bytes]:
-    """Pass a streamed answer on event by event and record it, unless it failed or was cut off.
-
-    The record is made before the last event (``[DONE]``, ``response.completed``) is passed on,
-    so a harness that has its whole answer finds its call recorded."""
-    chat, responses = ChatStream(asked), ResponseStream(asked)
-    recorded = False
-
-    def finish() -> None:
-        nonlocal recorded
-        if recorded:
-            return
-        recorded = True
-        finished = any(choice["finish_reason"] is not None for choice in chat.choices.values())
-        if api == "chat" and chat.error is None and finished:
-            record(*chat.finish(), True)
-        elif api == "responses" and responses.error is None and responses.final and responses.tokens:
-            record(responses.final, responses.tokens, True)
-
-    try:
-        async for event in events(answer.aiter_bytes()):
-            if event.data is None or event.data == b"[DONE]":
-                if event.data == b"[DONE]":
-                    finish()
-                yield event.encode()
-                continue
-            try:
-                data = orjson.loads(event.data)
-            except orjson.JSONDecodeError:
-                yield event.encode()
-                continue
-            forward = chat.feed(data) if api == "chat" else responses.feed(data)
-            if responses.final is not None:
-                finish()
-            if forward is not None:
-                yield event.encode(forward)
-        finish()  # a stream that ended cleanly without its closing event
-    finally:
-        await answer.aclose()
+    rejects vLLM's fields; the records then hold whatever token fields the harness asked for.
+    ``timeout`` bounds each exchange with the upstream (connecting: 10 s at most);
+    ``connections`` bounds the connections kept open to it."""
+    return ProxyApp(upstream, log, request_tokens=request_tokens, timeout=timeout, connections=connections)
 
 
 class CaptureProxy(AbstractContextManager["CaptureProxy"]):
@@ -244,7 +62,7 @@ class CaptureProxy(AbstractContextManager["CaptureProxy"]):
     def __enter__(self) -> CaptureProxy:
         from omnienv.server import running
 
-        self._serving = running(self.app, self.host)
+        self._serving = running(self.app, self.host, **SERVER_OPTIONS)
         self._url = self._serving.__enter__()
         return self
 

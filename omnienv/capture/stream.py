@@ -7,7 +7,6 @@ the record keeps, with the token ids and log-probabilities of every delta in ord
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,7 +14,7 @@ import orjson
 
 from omnienv.capture.wire import Asked, Tokens, chat_tokens, response_tokens, strip_chat, strip_response
 
-__all__ = ["ChatStream", "Event", "ResponseStream", "events"]
+__all__ = ["ChatStream", "Event", "EventReader", "ResponseStream"]
 
 
 @dataclass(slots=True)
@@ -43,19 +42,23 @@ def _event(block: bytes) -> Event:
     return event
 
 
-async def events(chunks: AsyncIterator[bytes]) -> AsyncIterator[Event]:
-    """Server-sent events from a byte stream (a blank line ends each; bytes, not text, for speed)."""
-    buffer = b""
-    async for chunk in chunks:
-        buffer += chunk
+class EventReader:
+    """Server-sent events from a byte stream, fed as it arrives (a blank line ends each; bytes, not text)."""
+
+    def __init__(self) -> None:
+        self._buffer = b""
+
+    def feed(self, chunk: bytes) -> list[Event]:
+        buffer = self._buffer + chunk
         if b"\r" in buffer:
             buffer = buffer.replace(b"\r\n", b"\n")
-        *blocks, buffer = buffer.split(b"\n\n")
-        for block in blocks:
-            if block.strip():
-                yield _event(block)
-    if buffer.strip():
-        yield _event(buffer)
+        *blocks, self._buffer = buffer.split(b"\n\n")
+        return [_event(block) for block in blocks if block.strip()]
+
+    def end(self) -> list[Event]:
+        """What is left once the stream has ended: a last event without its blank line."""
+        rest, self._buffer = self._buffer, b""
+        return [_event(rest)] if rest.strip() else []
 
 
 class ChatStream:

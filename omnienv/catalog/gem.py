@@ -34,6 +34,8 @@ DEFAULT_LIMIT = 100
 class GemEnvironment(ForeignEnvironment):
     """A GEM environment: the model's text in, GEM's text out."""
 
+    extras = ("gem",)
+
     text_actions: ClassVar[Mapping[str, str | None]] = {"act": "action"}
     _gem: Any = None
 

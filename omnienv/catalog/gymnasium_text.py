@@ -28,6 +28,8 @@ SOURCE = "gymnasium"
 class ToyText(ForeignEnvironment):
     """A Gymnasium toy-text environment behind typed tools."""
 
+    extras = ("gymnasium",)
+
     blocking = False  # every step is microseconds of pure Python
     _gym: Any = None
     _obs: Any = None

@@ -149,8 +149,13 @@ def find(name: str) -> CatalogEntry:
 
 
 def is_catalog_name(name: str) -> bool:
-    """Whether ``name`` is spelled as a catalog name (``source/...``), known or not."""
-    return name.split("/", 1)[0] in SOURCES and "/" in name
+    """Whether ``name`` is spelled as a catalog name (``source/...``), known or not, or names an
+    imported environment (an OpenEnv class or server, see :mod:`omnienv.catalog.imports`)."""
+    return (name.split("/", 1)[0] in SOURCES and "/" in name) or _imports().resolves(name)
+
+
+def _imports() -> Any:
+    return importlib.import_module("omnienv.catalog.imports")
 
 
 @cache
@@ -158,8 +163,12 @@ def load(name: str) -> type[EnvironmentBase]:
     """The environment class for catalog name ``name``, importing its library now.
 
     One class per name (cached), so its task index is read once, whichever server or dialect
-    asks for it.
+    asks for it. Imported environments are made by their importer.
     """
+    imports = _imports()
+    if imports.resolves(name):
+        found: type[EnvironmentBase] = imports.load_target(name)
+        return found
     entry = find(name)
     source = SOURCES[entry.source]
     try:

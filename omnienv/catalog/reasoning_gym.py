@@ -37,6 +37,8 @@ def _dataset(name: str, split: str, size: int) -> Any:
 class ReasoningGymEnvironment(ForeignEnvironment):
     """A reasoning-gym dataset: read the question, call ``answer`` once."""
 
+    extras = ("reasoning-gym",)
+
     max_turns = 1
     text_actions: ClassVar[Mapping[str, str | None]] = {"answer": "answer"}
     _item: dict[str, Any]

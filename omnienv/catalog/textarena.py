@@ -54,6 +54,8 @@ _RANDOM = threading.Lock()
 class TextArenaEnvironment(ForeignEnvironment):
     """A TextArena single-player game: the model's move as text in, the game's messages out."""
 
+    extras = ("textarena",)
+
     text_actions: ClassVar[Mapping[str, str | None]] = {"act": "action"}
     _game: Any = None
     _core: Any = None

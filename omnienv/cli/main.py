@@ -7,9 +7,11 @@ import typer
 from omnienv.cli.agent import agent_app
 from omnienv.cli.check import check
 from omnienv.cli.demo import demo
+from omnienv.cli.deploy import build, push
 from omnienv.cli.eval import evaluate
 from omnienv.cli.export import export_app
 from omnienv.cli.harbor import harbor_app
+from omnienv.cli.importing import import_app
 from omnienv.cli.listing import list_envs
 from omnienv.cli.mcp import mcp
 from omnienv.cli.new import new
@@ -36,9 +38,12 @@ app.command()(new)
 app.command()(demo)
 app.command()(view)
 app.command()(proxy)
+app.command()(build)
+app.command()(push)
 app.add_typer(export_app, name="export")
 app.add_typer(agent_app, name="agent")
 app.add_typer(harbor_app, name="harbor")
+app.add_typer(import_app, name="import")
 
 
 if __name__ == "__main__":

@@ -43,6 +43,7 @@ def proxy(
         import orjson
         import uvicorn
 
+        from omnienv.capture.app import SERVER_OPTIONS
         from omnienv.capture.log import CallLog
         from omnienv.capture.proxy import create_proxy_app
         from omnienv.server.run import uvicorn_config
@@ -54,7 +55,7 @@ def proxy(
 
     def write(call: ModelCall) -> None:
         assert sink is not None
-        line = orjson.dumps(call.to_dict()) + b"\n"
+        line = orjson.dumps(call) + b"\n"  # orjson writes the dataclass as to_dict() would, without copying it
         with lock:
             sink.write(line)
             sink.flush()
@@ -67,7 +68,7 @@ def proxy(
     written = f", each call appended to {out}" if out is not None else ""
     typer.echo(f"capture proxy for {upstream} at http://{host}:{bound}/v1 (episodes: /episodes/NAME/v1){written}")
     try:
-        uvicorn.Server(uvicorn_config(app, host, bound, log_level=log_level)).run(sockets=[listener])
+        uvicorn.Server(uvicorn_config(app, host, bound, log_level=log_level, **SERVER_OPTIONS)).run(sockets=[listener])
     finally:
         listener.close()
         if sink is not None:

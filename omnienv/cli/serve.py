@@ -11,7 +11,13 @@ from omnienv.cli.common import console, env_class, fail
 
 
 def serve(
-    env: Annotated[str, typer.Argument(help="Environment name or 'package.module:Class'")],
+    env: Annotated[
+        str | None, typer.Argument(help="Environment name, catalog name, 'package.module:Class' or task folder")
+    ] = None,
+    image: Annotated[
+        str | None,
+        typer.Option(help="Serve an image made by omnienv build instead: its container on 127.0.0.1:PORT"),
+    ] = None,
     host: Annotated[str, typer.Option(help="Interface to bind")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="TCP port")] = 8000,
     max_sessions: Annotated[int, typer.Option(help="Sessions open at once; more are refused")] = 16_384,
@@ -73,6 +79,21 @@ def serve(
     ] = None,
 ) -> None:
     """Serve ENV until interrupted: OpenEnv-compatible WebSocket /ws, HTTP sessions, /health."""
+    if image is not None:
+        if env is not None:
+            raise fail("pass ENV or --image IMAGE, not both (an image serves the environment it was built for)")
+        if ray is not None or nemo_gym:
+            raise fail("--image serves the image's own server on this machine: drop --ray and --nemo-gym")
+        forwarded = ["--max-sessions", str(max_sessions), "--idle-timeout", str(idle_timeout)]
+        forwarded += ["--step-timeout", str(step_timeout), "--log-level", log_level]
+        forwarded += ["--agent-only"] * agent_only + [f"--allow-origin={o}" for o in allow_origin or ()]
+        token = (operator_token or secrets.token_urlsafe(24)) if agent_only else None
+        if token is not None:
+            console.print(f"agent-only: start episodes with POST /operator/sessions, 'Authorization: Bearer {token}'")
+        _serve_image(image, port, forwarded, {"OMNIENV_OPERATOR_TOKEN": token} if token else {})
+        return
+    if env is None:
+        raise fail("name the environment to serve (omnienv list shows them), or pass --image IMAGE")
     cls = env_class(env)
     try:
         from omnienv.app import create_app
@@ -138,3 +159,24 @@ def serve(
             raise fail(str(exc)) from None
         return
     run(create_app(cls, config), host, port, log_level=log_level)
+
+
+def _serve_image(image: str, port: int, options: list[str], variables: dict[str, str]) -> None:
+    """Run ``image``'s container on 127.0.0.1:``port`` until interrupted, then stop and remove it."""
+    try:
+        from omnienv.client.container import ContainerError, start_container
+    except ImportError as exc:
+        raise fail(f"serving an image needs the server extra: pip install 'omnienv[server,deploy]' ({exc})") from None
+    try:
+        with console.status(f"starting a container of {image}..."):
+            container = start_container(image, port=port, env=variables, server_options=options)
+    except ContainerError as exc:
+        raise fail(exc.message) from None
+    console.print(f"serving the image [bold]{image}[/] on {container.url} (WebSocket: ws://127.0.0.1:{port}/ws)")
+    try:
+        code = container.wait()
+        console.print(f"the container exited ({code}):\n{container.logs()}", markup=False)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        container.stop()

@@ -1,4 +1,4 @@
-"""``omnienv view FILE``: read a trajectory file in the browser (episodes, steps, images, rewards)."""
+"""``omnienv view FILE``: read a trajectory file or a training log in the browser."""
 
 from __future__ import annotations
 
@@ -11,19 +11,48 @@ from omnienv.cli.common import console, fail
 
 
 def view(
-    file: Annotated[Path, typer.Argument(help="JSONL written by omnienv rollout or omnienv eval")],
+    file: Annotated[Path, typer.Argument(help="JSONL written by omnienv rollout or omnienv eval, or a training log")],
     host: Annotated[str, typer.Option(help="Interface to bind")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="TCP port")] = 8600,
+    allow_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-host",
+            metavar="NAME[:PORT]",
+            help="Also answer requests whose Host is NAME (repeatable; '*': any); loopback names and the "
+            "bound host are always answered",
+        ),
+    ] = None,
 ) -> None:
-    """Serve a viewer for FILE until interrupted: filter episodes, step through their calls."""
+    """Serve a viewer for FILE until interrupted: episodes to filter and step through, and a summary
+    page with charts (rewards, success per task and split, turns, failures; a training log's curves)."""
     if not file.is_file():
         raise fail(f"no trajectory file at {file}: pass the JSONL that omnienv rollout/eval wrote (--out)")
     try:
+        from omnienv.server.origins import WILDCARDS
         from omnienv.server.run import serve
         from omnienv.ui.viewer import create_viewer_app
     except ImportError as exc:
         raise fail(f"the viewer needs the server extra: pip install 'omnienv[server]' ({exc})") from None
-    app = create_viewer_app(file)
-    count = len(app.state.index.summaries)
-    console.print(f"viewing {count} episode(s) of [bold]{file}[/] at http://{host}:{port}/")
+    try:
+        app = create_viewer_app(file, allow_hosts=tuple(allow_host or ()))
+    except ValueError as exc:
+        raise fail(str(exc)) from None
+    index, url = app.state.index, f"http://{host}:{port}"
+    if index.kind == "training":
+        console.print(
+            f"viewing the training log of {len(index.train_steps)} step(s) [bold]{file}[/] at {url}/", soft_wrap=True
+        )
+    else:
+        console.print(
+            f"viewing {len(index.summaries)} episode(s) of [bold]{file}[/] at {url}/ "
+            f"(charts: {url}/ui/summary.html?source=server)",
+            soft_wrap=True,
+        )
+    if host.strip().lower() in WILDCARDS and not allow_host:
+        console.print(
+            f"[yellow]bound to {host}: requests are answered only when their Host is a loopback name; "
+            "pass --allow-host NAME for each name or address the browser uses to reach this machine[/]",
+            soft_wrap=True,
+        )
     serve(app, host, port)

@@ -6,7 +6,7 @@ method for method in the same order, so a fix to the protocol lands here once.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Self
 from urllib.parse import urlsplit, urlunsplit
 
 from omnienv.core.errors import NotResetError, ProtocolError, SessionLostError
@@ -23,6 +23,9 @@ from omnienv.protocol.messages import (
     step_result_from_reply,
     tools_from_reply,
 )
+
+if TYPE_CHECKING:
+    from omnienv.client.container import Container
 
 __all__ = ["ClientBase"]
 
@@ -49,12 +52,41 @@ def _urls(url: str) -> tuple[str, str]:
 class ClientBase:
     """A remote environment's face: ``name``, ``tools``, and the protocol's frames and replies."""
 
+    container: Container | None = None
+    """The container this client started (``from_docker_image``): stopped when the client closes."""
+
     def __init__(self, url: str, *, timeout: float | None = 600.0, connect_timeout: float = 10.0) -> None:
         self.base_url, self.ws_url = _urls(url)
         self.name: str = urlsplit(self.base_url).netloc
         self.tools: dict[str, RemoteTool] = {}
         self.timeout = timeout
         self.connect_timeout = connect_timeout
+
+    @classmethod
+    def _from_image(cls, image: str, options: dict[str, Any]) -> Self:
+        """A client (not yet connected) of a new container of ``image``, which it stops when it closes.
+
+        ``options`` holds the client's own options and :func:`start_container`'s (taken out here)."""
+        from omnienv.client.container import start_container
+
+        started = {
+            key: options.pop(key)
+            for key in ("env", "port", "network", "ready_timeout", "server_options")
+            if key in options
+        }
+        container = start_container(image, **started)
+        try:
+            client = cls(container.url, **options)
+        except BaseException:
+            container.stop()
+            raise
+        client.container = container
+        return client
+
+    def _stop_container(self) -> None:
+        container, self.container = self.container, None
+        if container is not None:
+            container.stop()
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.base_url!r}, env={self.name!r})"

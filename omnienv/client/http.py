@@ -6,6 +6,7 @@ the server keeps the session between them until ``close()`` or its idle timeout.
 
 from __future__ import annotations
 
+import asyncio
 from types import TracebackType
 from typing import Any, Self
 
@@ -57,6 +58,18 @@ class AsyncHTTPClient(_HTTPBase):
         await client.open()
         return client
 
+    @classmethod
+    async def from_docker_image(cls, image: str, **options: Any) -> Self:
+        """Start ``image`` (``env``, ``port``, ``network``, ``ready_timeout`` as for
+        :func:`~omnienv.client.container.start_container`), open a session, and stop it on :meth:`close`."""
+        client = await asyncio.to_thread(cls._from_image, image, options)
+        try:
+            await client.open()
+        except BaseException:
+            await client.close()  # and so stops the container
+            raise
+        return client
+
     async def open(self) -> None:
         if self.session_id is not None:
             return
@@ -94,15 +107,16 @@ class AsyncHTTPClient(_HTTPBase):
     async def close(self) -> None:
         session, self.session_id = self.session_id, None
         http, self._http = self._http, None
-        if http is None:
-            return
-        try:
-            if session is not None:
-                await http.delete(f"/sessions/{session}")
-        except httpx.HTTPError:
-            pass
-        finally:
-            await http.aclose()
+        if http is not None:
+            try:
+                if session is not None:
+                    await http.delete(f"/sessions/{session}")
+            except httpx.HTTPError:
+                pass
+            finally:
+                await http.aclose()
+        if self.container is not None:
+            await asyncio.to_thread(self._stop_container)
 
     async def _send(self, method: str, path: str, body: Any = None) -> httpx.Response:
         assert self._http is not None
@@ -129,6 +143,17 @@ class HTTPClient(_HTTPBase):
     def connect(cls, url: str, **options: Any) -> Self:
         client = cls(url, **options)
         client.open()
+        return client
+
+    @classmethod
+    def from_docker_image(cls, image: str, **options: Any) -> Self:
+        """Start ``image``, open a session, and stop the container on :meth:`close` (see the async twin)."""
+        client = cls._from_image(image, options)
+        try:
+            client.open()
+        except BaseException:
+            client.close()  # and so stops the container
+            raise
         return client
 
     def open(self) -> None:
@@ -168,15 +193,15 @@ class HTTPClient(_HTTPBase):
     def close(self) -> None:
         session, self.session_id = self.session_id, None
         http, self._http = self._http, None
-        if http is None:
-            return
-        try:
-            if session is not None:
-                http.delete(f"/sessions/{session}")
-        except httpx.HTTPError:
-            pass
-        finally:
-            http.close()
+        if http is not None:
+            try:
+                if session is not None:
+                    http.delete(f"/sessions/{session}")
+            except httpx.HTTPError:
+                pass
+            finally:
+                http.close()
+        self._stop_container()
 
     def _send(self, method: str, path: str, body: Any = None) -> httpx.Response:
         assert self._http is not None

@@ -73,6 +73,18 @@ class AsyncWebSocketClient(_WebSocketBase):
         await client.open()
         return client
 
+    @classmethod
+    async def from_docker_image(cls, image: str, **options: Any) -> Self:
+        """Start ``image`` (``env``, ``port``, ``network``, ``ready_timeout`` as for
+        :func:`~omnienv.client.container.start_container`), connect, and stop it on :meth:`close`."""
+        client = await asyncio.to_thread(cls._from_image, image, options)
+        try:
+            await client.open()
+        except BaseException:
+            await client.close()  # and so stops the container
+            raise
+        return client
+
     async def open(self) -> None:
         """Open the session (no-op when open) and read the tool list."""
         if self._ws is not None:
@@ -116,6 +128,8 @@ class AsyncWebSocketClient(_WebSocketBase):
         ws, self._ws = self._ws, None
         if ws is not None:
             await asyncio.shield(self._goodbye(ws))
+        if self.container is not None:
+            await asyncio.to_thread(self._stop_container)
 
     async def _goodbye(self, ws: AsyncConnection) -> None:
         try:
@@ -179,6 +193,17 @@ class WebSocketClient(_WebSocketBase):
         client.open()
         return client
 
+    @classmethod
+    def from_docker_image(cls, image: str, **options: Any) -> Self:
+        """Start ``image``, connect, and stop the container on :meth:`close` (see the async twin)."""
+        client = cls._from_image(image, options)
+        try:
+            client.open()
+        except BaseException:
+            client.close()  # and so stops the container
+            raise
+        return client
+
     def open(self) -> None:
         """Open the session (no-op when open) and read the tool list."""
         if self._ws is not None:
@@ -218,13 +243,13 @@ class WebSocketClient(_WebSocketBase):
     def close(self) -> None:
         """End the session on the server; safe to call more than once."""
         ws, self._ws = self._ws, None
-        if ws is None:
-            return
-        try:
-            ws.send(self._close)
-        except ConnectionClosed:
-            pass
-        ws.close()
+        if ws is not None:
+            try:
+                ws.send(self._close)
+            except ConnectionClosed:
+                pass
+            ws.close()
+        self._stop_container()
 
     def _request(self, frame: str) -> bytes:
         ws = self._ws

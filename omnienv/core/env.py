@@ -77,6 +77,11 @@ class EnvironmentBase:
     """Tag grammar for text-only models: ``{"guess": "word"}`` reads ``<guess>X</guess>`` as
     ``guess(word=X)``; None for a tool without arguments. See :mod:`omnienv.core.text_actions`."""
 
+    extras: ClassVar[tuple[str, ...]] = ()
+    system_packages: ClassVar[tuple[str, ...]] = ()
+    """What a machine or an image needs to run it: omnienv extras (``pip install 'omnienv[jupyter]'``)
+    and Debian packages (bubblewrap, Xvfb...); ``omnienv build`` installs both into the image."""
+
     policies: ClassVar[Mapping[str, str]] = {}
     """Built-in players by name, as ``"module:Class"`` (classes taking no arguments): the scripted
     solvers that prove the tasks solvable, found through the environment by ``omnienv eval``."""

@@ -23,6 +23,7 @@ __all__ = ["load_environment", "register", "registered"]
 ENTRY_POINT_GROUP = "omnienv.environments"
 _BUILTIN = {
     "echo": "omnienv.envs.echo:Echo",
+    "doors": "omnienv.envs.doors:Doors",
     "wordle": "omnienv.envs.wordle:Wordle",
     "desktop": "omnienv.envs.desktop:Desktop",
     "jupyter": "omnienv.envs.jupyter:Jupyter",

@@ -1,4 +1,4 @@
-"""Web pages for people: play an environment in a browser, read trajectory files.
+"""Web pages for people: play an environment in a browser, read trajectory files and training logs.
 
 Everything is static files (plain ES modules and CSS, no build step, nothing fetched from a
 CDN) served by Starlette's ``StaticFiles``, so a server with the pages on starts as fast as one

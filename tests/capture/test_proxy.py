@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import json
 import socket
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -247,3 +248,78 @@ def test_the_harness_gets_what_it_asked_for_and_other_calls_pass_through(proxy: 
         proxy.calls("asks")[1].logprobs or ()
     )
     assert [m.id for m in model.models.list()] == ["scripted"]
+
+
+def refusing_upstream(seen: list[dict[str, Any]]) -> Starlette:
+    """An upstream that takes OpenAI's own fields only, as OpenAI's API does: any other gets a 400 naming it."""
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    async def chat(request: Request) -> JSONResponse:
+        body = await request.json()
+        seen.append(body)
+        unknown = sorted(set(body) - {"model", "messages", "max_tokens", "logprobs", "stream", "stream_options"})
+        if unknown:
+            refusal = f"Unrecognized request argument supplied: {unknown[0]}"
+            return JSONResponse({"error": {"message": refusal, "type": "invalid_request_error"}}, 400)
+        if body.get("max_tokens") == 0:
+            return JSONResponse({"error": {"message": "max_tokens must be at least 1", "type": "invalid"}}, 422)
+        choice = {"index": 0, "message": {"role": "assistant", "content": "hello"}, "finish_reason": "stop"}
+        usage = {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}
+        return JSONResponse(
+            {"id": "c", "object": "chat.completion", "created": 0, "model": "m", "choices": [choice], "usage": usage}
+        )
+
+    return Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])])
+
+
+def test_an_upstream_that_refuses_the_token_fields_gets_the_harness_s_own_calls() -> None:
+    seen: list[dict[str, Any]] = []
+    with running(refusing_upstream(seen)) as url, CaptureProxy(f"{url}/v1") as proxy:
+        model = client(proxy.episode_url("refused"))
+        hello = [{"role": "user", "content": "hi"}]
+        for _ in range(2):
+            answer = model.chat.completions.create(model="m", messages=hello)  # type: ignore[arg-type]
+            assert answer.choices[0].message.content == "hello"
+        with pytest.raises(openai.UnprocessableEntityError):  # the harness's own mistake passes through
+            model.chat.completions.create(model="m", messages=hello, max_tokens=0)  # type: ignore[arg-type]
+        calls = proxy.calls("refused")
+        assert proxy.app.request_tokens is False and "400" in (proxy.app.refusal or "")
+    # asked once with vLLM's fields (refused), then the harness's own bodies, each sent once
+    assert ["return_token_ids" in body for body in seen] == [True, False, False, False]
+    assert seen[1:] == [{"model": "m", "messages": hello}] * 2 + [{"model": "m", "messages": hello, "max_tokens": 0}]
+    assert len(calls) == 2 and all(c.prompt_token_ids is None and c.finish_reason == "stop" for c in calls)
+    assert all("refused vLLM's token fields (400" in (c.missing or "") for c in calls)
+    assert all("Unrecognized request argument supplied: return_token_ids" in (c.missing or "") for c in calls)
+
+
+def test_a_harness_that_leaves_mid_stream_ends_the_upstream_call_and_is_not_recorded() -> None:
+    """The model sends one event, then would go on generating until its client leaves: when the
+    harness leaves, the proxy closes its own connection upstream (which is how a server learns to
+    stop generating), without waiting for the model's next event."""
+    import httpx
+
+    closed = threading.Event()
+    chunk = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m"}
+    chunk["choices"] = [{"index": 0, "delta": {"role": "assistant", "content": "hi"}, "finish_reason": None}]
+
+    async def generating(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            while (await receive())["type"] != "lifespan.shutdown":
+                await send({"type": "lifespan.startup.complete"})
+            return await send({"type": "lifespan.shutdown.complete"})
+        await receive()
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
+        await send({"type": "http.response.body", "body": f"data: {json.dumps(chunk)}\n\n".encode(), "more_body": True})
+        if (await receive())["type"] == "http.disconnect":  # nothing more comes until the client has gone
+            closed.set()
+
+    with running(generating) as url, CaptureProxy(f"{url}/v1") as proxy:
+        body = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True}
+        with httpx.Client(timeout=10) as harness:
+            with harness.stream("POST", f"{proxy.episode_url('left')}/chat/completions", json=body) as answer:
+                first = next(answer.iter_lines())
+        assert json.loads(first.removeprefix("data: "))["choices"][0]["delta"]["content"] == "hi"
+        assert closed.wait(10), "the proxy kept the upstream call open after the harness had gone"
+        assert proxy.calls("left") == []

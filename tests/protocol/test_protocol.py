@@ -315,12 +315,15 @@ def test_public_surfaces_are_pinned() -> None:
     assert set(omnienv.client.__all__) == {
         "AsyncHTTPClient",
         "AsyncWebSocketClient",
+        "Container",
+        "ContainerError",
         "HTTPClient",
         "RemoteTool",
         "WebSocketClient",
         "acheck_url",
         "check_url",
         "connect",
+        "start_container",
     }
     for module in (omnienv.protocol, omnienv.server, omnienv.client):
         assert all(hasattr(module, name) for name in module.__all__)

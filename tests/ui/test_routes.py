@@ -22,7 +22,8 @@ def test_ui_is_served_by_default_and_references_only_local_files() -> None:
         assert bare.status_code == 307 and bare.headers["location"] == "/ui/"
         page = http.get("/ui/")
         assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
-        for name in ("play.js", "view.js", "form.js", "render.js", "style.css", "view.html"):
+        for name in ("play.js", "view.js", "form.js", "render.js", "style.css", "view.html", "summary.html",
+                     "summary.js", "charts.js"):  # fmt: skip
             assert http.get(f"/ui/{name}").status_code == 200, name
         assert http.get("/ui/../pyproject.toml").status_code == 404
     for path in STATIC_DIR.iterdir():  # no CDN: nothing fetched from another host

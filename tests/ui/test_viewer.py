@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +19,7 @@ from omnienv.server import running
 from omnienv.ui.viewer import create_viewer_app
 from tests.ui.envs import png
 from tests.ui.shots import shots_dir
+from tests.ui.viewing import omnienv_view
 
 SOLVED = 3  # solver episodes written by the real `omnienv rollout`
 
@@ -82,41 +81,11 @@ def trajectory(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@pytest.fixture
+@pytest.fixture(scope="module")  # both tests only read: one process start serves them
 def view_url(trajectory: Path) -> Iterator[str]:
     """`omnienv view FILE --port P` as a real process, reaped whatever happens."""
-    port = _free_port()
-    command = [sys.executable, "-m", "omnienv.cli.main", "view", str(trajectory), "--port", str(port)]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(f"{url}/api/trajectory", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                output = process.stdout.read().decode() if process.stdout else ""
-                raise RuntimeError(f"omnienv view did not start: {output}")
-            time.sleep(0.05)
+    with omnienv_view(trajectory) as url:
         yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(10)
-        if process.stdout:
-            process.stdout.close()
 
 
 def _rows(page: Any) -> list[str]:
@@ -227,7 +196,8 @@ def test_reload_shows_episodes_appended_since(page: Any, tmp_path: Path, traject
         with path.open("ab") as handle:
             handle.write(lines[3])  # the desktop episode with its failure
         page.click("#reload")
-        page.wait_for_function("document.querySelectorAll('#episodes tbody tr').length === 3")
+        # a function, not an expression: Playwright would eval an expression, which the viewer's CSP forbids
+        page.wait_for_function("() => document.querySelectorAll('#episodes tbody tr').length === 3")
         assert "sandbox_crashed" in page.text_content("#episodes tbody tr[data-index='2']")
         assert page.get_attribute("#episodes tbody tr[data-index='1']", "class").strip() == "selected"
 

@@ -78,6 +78,11 @@ class Desktop(ComputerTools, AsyncEnvironment):
 
     name = "desktop"
     shows_images = True
+    extras = ("desktop",)
+    system_packages = (
+        "bubblewrap", "xvfb", "xdotool", "wmctrl", "openbox", "xterm", "x11-apps", "gnumeric", "pcmanfm",
+        "xfonts-base",
+    )  # fmt: skip
     splits = ("train", "test")
     max_turns = 30
     rubric = Rubric(task_completed)

@@ -135,6 +135,8 @@ class Jupyter(AsyncEnvironment):
 
     name = "jupyter"
     splits = ("train", "test")
+    extras = ("jupyter",)
+    system_packages = ("bubblewrap",)
     max_turns = 20
     rubric = Rubric(correct, efficiency, weights=[1.0, 0.1])
     policies: ClassVar[dict[str, str]] = {"oracle": "omnienv.envs.jupyter.player:JupyterOracle"}

@@ -74,6 +74,7 @@ class Terminal(Environment):
 
     name = "terminal"
     task_root: ClassVar[Path] = SUITE
+    system_packages = ("bubblewrap", "python3", "git", "gcc", "make", "libc6-dev")  # what the tasks' Dockerfiles name
     splits = ("train", "test")
     max_turns = 50
     rubric = VerifierRubric()

@@ -50,7 +50,7 @@ async function serverSource() {
   if (!response.ok) throw new Error(`HTTP ${response.status}`);
   const listing = await response.json();
   return {
-    name: listing.path, problems: listing.problems || [], summaries: listing.episodes,
+    name: listing.path, kind: listing.kind, problems: listing.problems || [], summaries: listing.episodes,
     episode: async (index) => {
       const reply = await fetch(new URL(`api/episodes/${index}`, root));
       if (!reply.ok) throw new Error(`episode ${index}: HTTP ${reply.status}`);
@@ -63,8 +63,10 @@ function useSource(source, { reloaded = false } = {}) {
   view.source = source;
   view.summaries = source.summaries;
   $("file-name").textContent = source.name;
-  $("file-note").textContent = source.problems.length
-    ? `${source.problems.length} line(s) skipped: ${source.problems.slice(0, 3).join("; ")}` : "";
+  $("file-note").textContent = source.kind === "training"
+    ? "This file is a training log, with no episodes: its curves are on the summary page."
+    : source.problems.length
+      ? `${source.problems.length} line(s) skipped: ${source.problems.slice(0, 3).join("; ")}` : "";
   applyFilters();
   if (reloaded) return;
   const wanted = new URLSearchParams(location.hash.slice(1));
@@ -344,6 +346,7 @@ async function main() {
   }
   if (source) {
     useSource(source);
+    $("tabs").hidden = false; // the summary page reads the served file: there is none for a local one
     $("reload").hidden = false;
     $("reload").addEventListener("click", async () => {
       try {

@@ -1,0 +1,373 @@
+"""The capture proxy as a bare ASGI app: one short path per call, from the harness to the upstream and back.
+
+The proxy sits on every model call of every episode, so its own cost is kept to the work only it
+can do: read the body once (orjson), ask for the token fields, forward on a kept-alive connection
+(:mod:`omnienv.capture.upstream`), read the answer once, record it, take the asked-for fields out
+and write the answer once. There is no router, middleware or request object: the path is split
+by hand (``/v1/...`` or ``/episodes/{episode}/v1/...``) and everything else is read from the raw
+ASGI scope. A streamed answer is passed on as it arrives, all that has arrived going to the harness
+in one write.
+
+A call is recorded before the harness gets the last byte of its answer, so a harness that has its
+answer finds its call in the log. An upstream error passes through unrecorded; a stream that fails
+or is cut off is not recorded either.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+from urllib.parse import unquote
+
+import httpcore
+import orjson
+
+from omnienv.capture.calls import Api, ModelCall
+from omnienv.capture.log import CallLog
+from omnienv.capture.stream import ChatStream, Event, EventReader, ResponseStream
+from omnienv.capture.upstream import UNREACHABLE, Upstream
+from omnienv.capture.wire import (
+    Asked,
+    Tokens,
+    ask_chat,
+    ask_responses,
+    chat_tokens,
+    response_tokens,
+    strip_chat,
+    strip_response,
+)
+
+__all__ = ["EPISODE_HEADER", "SERVER_OPTIONS", "ProxyApp"]
+
+logger = logging.getLogger("omnienv.capture")
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+Record = Callable[[dict[str, Any], Tokens, bool], None]
+
+EPISODE_HEADER = "X-Omnienv-Episode"
+SERVER_OPTIONS: dict[str, Any] = {"proxy_headers": False, "access_log": False}
+"""uvicorn settings for serving the proxy: it reads no forwarding headers and logs no line per call."""
+_EPISODE_KEY = EPISODE_HEADER.lower().encode()
+# Never forwarded: hop-by-hop headers, the ones set from the body that is sent, and our own.
+_DROPPED = frozenset(
+    {b"host", b"content-length", b"connection", b"keep-alive", b"transfer-encoding", b"accept-encoding", b"upgrade"}
+    | {b"te", _EPISODE_KEY}
+)
+_KEPT_ANSWER_HEADERS = (b"content-type", b"content-encoding")
+_CAPTURED: dict[bytes, Api] = {b"/v1/chat/completions": "chat", b"/v1/responses": "responses"}
+_EPISODES = b"/episodes/"
+_JSON = b"application/json"
+
+
+async def _reply(send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]]) -> None:
+    """A whole answer: its head, then its body (uvicorn writes each as it comes)."""
+    headers = [*headers, (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _error(status: int, message: str, kind: str) -> tuple[int, bytes, list[tuple[bytes, bytes]]]:
+    return status, orjson.dumps({"error": {"message": message, "type": kind}}), [(b"content-type", _JSON)]
+
+
+def _kept(answer: httpcore.Response) -> list[tuple[bytes, bytes]]:
+    return [(name.lower(), value) for name, value in answer.headers if name.lower() in _KEPT_ANSWER_HEADERS]
+
+
+async def _request_body(receive: Receive) -> bytes | None:
+    """The whole request body; None when the harness went away before sending it."""
+    parts = []
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        parts.append(message.get("body", b""))
+        if not message.get("more_body"):
+            return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+class _Relay:
+    """A streamed answer passed on event by event and assembled on the side for the record.
+
+    The record is made before the last event (``[DONE]``, ``response.completed``) is passed on;
+    a stream that failed (an error event) or ended before its answer did is not recorded."""
+
+    def __init__(self, api: Api, asked: Asked, record: Record) -> None:
+        self.api = api
+        self.chat, self.responses = ChatStream(asked), ResponseStream(asked)
+        self.reader = EventReader()
+        self.record = record
+        self.recorded = False
+
+    def _finish(self) -> None:
+        if self.recorded:
+            return
+        self.recorded = True
+        chat, responses = self.chat, self.responses
+        if self.api == "chat":
+            if chat.error is None and any(choice["finish_reason"] is not None for choice in chat.choices.values()):
+                self.record(*chat.finish(), True)
+        elif responses.error is None and responses.final and responses.tokens:
+            self.record(responses.final, responses.tokens, True)
+
+    def feed(self, chunk: bytes) -> bytes:
+        """What to pass on of the events this chunk completes."""
+        return self._forward(self.reader.feed(chunk))
+
+    def end(self) -> bytes:
+        """The rest, once the upstream's stream has ended (recording a stream that ended without its closing event)."""
+        out = self._forward(self.reader.end())
+        self._finish()
+        return out
+
+    def _forward(self, events: list[Event]) -> bytes:
+        out = []
+        for event in events:
+            if event.data is None or event.data == b"[DONE]":
+                if event.data == b"[DONE]":
+                    self._finish()
+                out.append(event.encode())
+                continue
+            try:
+                data = orjson.loads(event.data)
+            except orjson.JSONDecodeError:
+                out.append(event.encode())
+                continue
+            forward = self.chat.feed(data) if self.api == "chat" else self.responses.feed(data)
+            if self.responses.final is not None:
+                self._finish()
+            if forward is not None:
+                out.append(event.encode(forward))
+        return b"".join(out)
+
+
+class ProxyApp:
+    """The capture proxy's ASGI app; see :func:`omnienv.capture.proxy.create_proxy_app`."""
+
+    def __init__(
+        self,
+        upstream: str,
+        log: CallLog,
+        *,
+        request_tokens: bool = True,
+        timeout: float = 600.0,
+        connections: int = 1024,
+    ) -> None:
+        self.upstream = Upstream(upstream, timeout=timeout, connections=connections)
+        self.root = self.upstream.root
+        self.log = log
+        self.request_tokens = request_tokens
+        self.refusal: str | None = None
+        """Why the upstream refused vLLM's token fields (its answer), once it has; calls then go unchanged."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            await self._http(scope, receive, send)
+        elif scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await self.upstream.aclose()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        started = time.perf_counter()
+        path: bytes = scope.get("raw_path") or scope["path"].encode()
+        episode = None
+        if path.startswith(_EPISODES):
+            name, _, path = path[len(_EPISODES) :].partition(b"/")
+            episode = unquote(name.decode("latin-1")) or None
+            path = b"/" + path if episode is not None else b""
+        if not path.startswith(b"/v1/"):
+            message = "capture proxy: no such route (OpenAI calls go to /v1/... or /episodes/EPISODE/v1/...)"
+            return await _reply(send, *_error(404, message, "not_found"))
+        headers = []
+        for name, value in scope["headers"]:  # lower-case already, by the ASGI spec
+            if name == _EPISODE_KEY:
+                episode = episode or value.decode("latin-1") or None
+            elif name not in _DROPPED:
+                headers.append((name, value))
+        query = scope.get("query_string")
+        target = path + b"?" + query if query else path
+        body = await _request_body(receive)
+        if body is None:
+            return
+        api = _CAPTURED.get(path) if scope["method"] == "POST" else None
+        request = _loads(body) if api is not None else None
+        if api is None or not isinstance(request, dict):  # not ours to judge: the upstream answers it
+            return await self._pass(send, scope["method"].encode(), target, headers, body)
+        await self._capture(send, receive, api, (request, body), target, headers, episode, started)
+
+    def _unreachable(self, exc: Exception) -> tuple[int, bytes, list[tuple[bytes, bytes]]]:
+        if isinstance(exc, httpcore.TimeoutException):
+            message = f"capture proxy: the upstream {self.root} did not answer in time ({exc!r})"
+            return _error(504, message, "upstream_timeout")
+        message = f"capture proxy: the upstream {self.root} could not be reached ({exc!r})"
+        return _error(502, message, "upstream_unreachable")
+
+    async def _pass(
+        self, send: Send, method: bytes, target: bytes, headers: list[tuple[bytes, bytes]], body: bytes
+    ) -> None:
+        try:
+            answer = await self.upstream.send(method, target, headers, body)
+            try:
+                content = await answer.aread()
+            finally:
+                await answer.aclose()
+        except UNREACHABLE as exc:
+            return await _reply(send, *self._unreachable(exc))
+        await _reply(send, answer.status, content, _kept(answer))
+
+    async def _capture(
+        self,
+        send: Send,
+        receive: Receive,
+        api: Api,
+        asking: tuple[dict[str, Any], bytes],
+        target: bytes,
+        headers: list[tuple[bytes, bytes]],
+        episode: str | None,
+        started: float,
+    ) -> None:
+        request, body = asking
+        sent, asked = (ask_chat if api == "chat" else ask_responses)(request, self.request_tokens)
+        if not any(name == b"content-type" for name, _ in headers):
+            headers.append((b"content-type", _JSON))
+        streamed = bool(request.get("stream"))
+        refusal = self.refusal
+
+        def record(response: dict[str, Any], tokens: Tokens, streamed: bool) -> None:
+            if refusal is not None and sent is request:
+                tokens.notes.append(f"the upstream refused vLLM's token fields ({refusal}): calls go to it unchanged")
+            self.log.add(
+                ModelCall(
+                    episode=episode,
+                    api=api,
+                    request=request,
+                    response=response,
+                    prompt_token_ids=tokens.prompt,
+                    completion_token_ids=tokens.completion,
+                    logprobs=tokens.logprobs,
+                    finish_reason=tokens.finish_reason,
+                    usage=tokens.usage,
+                    latency_s=time.perf_counter() - started,
+                    streamed=streamed,
+                    missing=tokens.missing(),
+                )
+            )
+
+        try:
+            answer = await self.upstream.send(b"POST", target, headers, body if sent is request else orjson.dumps(sent))
+            if answer.status in (400, 422) and sent is not request:
+                try:
+                    content = await answer.aread()
+                finally:
+                    await answer.aclose()
+                if not _refuses(sent, request, content):
+                    return await _reply(send, answer.status, content, _kept(answer))
+                refusal = self.refusal = f"{answer.status} {content[:300].decode('utf-8', 'replace')}"
+                if self.request_tokens:
+                    self.request_tokens = False
+                    logger.warning("capture proxy: %s refused vLLM's token fields (%s)", self.root, refusal)
+                sent, asked = request, Asked(True, True, True)
+                answer = await self.upstream.send(b"POST", target, headers, body)
+        except UNREACHABLE as exc:
+            return await _reply(send, *self._unreachable(exc))
+        try:
+            if streamed and answer.status < 400:
+                return await self._stream(send, receive, answer, _Relay(api, asked, record))
+            try:
+                content = await answer.aread()
+            except UNREACHABLE as exc:
+                return await _reply(send, *self._unreachable(exc))
+        finally:
+            await answer.aclose()
+        data = _loads(content) if answer.status < 400 else None
+        if not isinstance(data, dict):
+            return await _reply(send, answer.status, content, _kept(answer))
+        if api == "chat":
+            tokens = chat_tokens(data)
+            strip_chat(data, asked)
+        else:
+            tokens = response_tokens(data)
+            strip_response(data, asked)
+        record(data, tokens, False)
+        await _reply(send, answer.status, orjson.dumps(data), [(b"content-type", _JSON)])
+
+    async def _stream(self, send: Send, receive: Receive, answer: httpcore.Response, relay: _Relay) -> None:
+        """Pass the events on as they come; stop (closing the upstream's connection, which ends its
+        generation) when the harness goes away.
+
+        A task reads the upstream into a queue while this one writes to the harness: what has
+        arrived by the time it writes goes in one write (one wake-up of the harness, not one per
+        event), and nothing waits for more to arrive."""
+        kind = next((value for name, value in _kept(answer) if name == b"content-type"), b"text/event-stream")
+        await send({"type": "http.response.start", "status": answer.status, "headers": [(b"content-type", kind)]})
+        chunks: asyncio.Queue[bytes | None] = asyncio.Queue()
+        gone = asyncio.ensure_future(receive())  # after the body, only the harness leaving ends this
+        gone.add_done_callback(lambda _: chunks.put_nowait(None))  # wakes the writer even while the model is slow
+
+        async def pull() -> None:
+            try:
+                async for chunk in answer.aiter_stream():
+                    chunks.put_nowait(chunk)
+            finally:
+                chunks.put_nowait(None)
+
+        puller = asyncio.ensure_future(pull())
+        try:
+            while True:
+                chunk = await chunks.get()
+                parts = []
+                while chunk is not None:
+                    parts.append(relay.feed(chunk))
+                    if chunks.empty():
+                        break
+                    chunk = chunks.get_nowait()
+                if gone.done():
+                    return
+                out = b"".join(parts)
+                if chunk is None:
+                    await puller  # raises what the upstream's stream raised
+                    await send({"type": "http.response.body", "body": out + relay.end()})
+                    return
+                if out:
+                    await send({"type": "http.response.body", "body": out, "more_body": True})
+        finally:
+            gone.cancel()
+            if not puller.done():  # the harness went away, or writing to it failed: stop reading first
+                puller.cancel()
+                await asyncio.wait([puller])
+            if not puller.cancelled():
+                puller.exception()  # retrieved: raised above, or moot once the harness has gone
+
+
+def _refuses(sent: dict[str, Any], request: dict[str, Any], error: bytes) -> bool:
+    """Whether an upstream's error answer is about the token fields the proxy added (it names one).
+
+    vLLM-less servers refuse them: ``transformers serve`` answers 422 "Unexpected fields in the
+    request: {'return_token_ids'}", OpenAI's API 400 "Unrecognized request argument supplied"."""
+    added = [key for key in sent if key not in request and key != "include"]
+    if sent.get("include") != request.get("include"):
+        added.append("message.output_text.logprobs")
+    return any(name.encode() in error for name in added)
+
+
+def _loads(body: bytes) -> Any:
+    """The JSON value of a body; None when it is not JSON."""
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None

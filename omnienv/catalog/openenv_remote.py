@@ -1,0 +1,169 @@
+"""Any OpenEnv server, by URL, as an omnienv environment: ``openenv+http://host:port``.
+
+It speaks OpenEnv's ``/ws`` session protocol (one WebSocket, so one server session, per omnienv
+instance; frames ``{"type": "reset"|"step"|"close", "data": ...}``), with the ``websockets``
+library: openenv itself need not be installed. The tools are read once, when the class is made:
+the server's MCP tools when a ``{"type": "list_tools"}`` step lists some, else one ``act`` tool
+with the Action schema from ``GET /schema``.
+
+An error frame about the action (``VALIDATION_ERROR``) is the agent's mistake; any other error
+frame, a lost connection or a timeout is infrastructure's, flagged ``env_error``. The server must
+allow as many concurrent sessions as instances are open (OpenEnv's ``max_concurrent_envs``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+import urllib.request
+from functools import cache
+from typing import Any, ClassVar
+
+from omnienv.catalog._foreign import class_name
+from omnienv.catalog._openenv_shared import OpenEnvBase, Payload, tool_specs
+from omnienv.core import EnvironmentFailure, ToolError, UnknownEnvironmentError
+
+__all__ = ["SCHEME", "OpenEnvServerError", "RemoteOpenEnv", "environment", "is_openenv_url"]
+
+SCHEME = "openenv+"
+_URL = re.compile(r"^openenv\+(https?|wss?)://[^/\s]+(/\S*)?$")
+MESSAGE_TIMEOUT_S = 60.0
+OPEN_TIMEOUT_S = 10.0
+MAX_FRAME = 100 * 2**20
+
+
+def is_openenv_url(name: str) -> bool:
+    """``openenv+http://host:port`` (or https, ws, wss; a path when the app is mounted under one)."""
+    return bool(_URL.match(name))
+
+
+class OpenEnvServerError(EnvironmentFailure):
+    """The OpenEnv server answered with an error frame that the agent did not cause."""
+
+
+def _endpoints(url: str) -> tuple[str, str]:
+    """The server's http(s) base URL and its ``/ws`` URL."""
+    base = url.removeprefix(SCHEME).rstrip("/")
+    http = re.sub(r"^ws", "http", base)
+    return http, re.sub(r"^http", "ws", http) + "/ws"
+
+
+class _Session:
+    """One OpenEnv session: a WebSocket to ``/ws``, request then reply."""
+
+    def __init__(self, ws_url: str) -> None:
+        connect = importlib.import_module("websockets.sync.client").connect
+        try:
+            # entered at once: the socket lives as long as this session, closed by close()
+            self.socket = connect(ws_url, open_timeout=OPEN_TIMEOUT_S, max_size=MAX_FRAME, proxy=None).__enter__()
+        except Exception as exc:
+            raise EnvironmentFailure(f"cannot reach the OpenEnv server at {ws_url}: {exc}") from exc
+
+    def ask(self, kind: str, data: dict[str, Any]) -> Payload:
+        self.socket.send(json.dumps({"type": kind, "data": data}))
+        frame = json.loads(self.socket.recv(timeout=MESSAGE_TIMEOUT_S))
+        body: dict[str, Any] = frame.get("data") or {}
+        if frame.get("type") == "error":
+            message, code = str(body.get("message", "")), str(body.get("code", ""))
+            if code == "VALIDATION_ERROR" and kind == "step":
+                errors = "; ".join(str(e.get("msg", e)) for e in body.get("errors") or () if isinstance(e, dict))
+                raise ToolError(f"invalid action: {errors or message}")
+            raise OpenEnvServerError(f"the OpenEnv server refused the {kind}: {message} (code: {code})")
+        return body
+
+    def close(self) -> None:
+        try:
+            self.socket.send(json.dumps({"type": "close"}))
+        except Exception:  # already gone: closing is all that is left
+            pass
+        self.socket.close()
+
+
+class RemoteOpenEnv(OpenEnvBase):
+    """An OpenEnv server reached over its ``/ws`` protocol."""
+
+    extras = ("server",)
+    ws_url: ClassVar[str]
+    _session: _Session | None = None
+
+    def open_backend(self) -> None:
+        if self._session is None:
+            self._session = _Session(self.ws_url)
+
+    def send_reset(self, seed: int) -> Payload:
+        assert self._session is not None
+        try:
+            return self._session.ask("reset", {"seed": seed})
+        except Exception:
+            self._drop()  # a broken socket is not reused: the next reset reconnects
+            raise
+
+    def send_step(self, action: dict[str, Any]) -> Payload:
+        if self._session is None:
+            raise EnvironmentFailure("the connection to the OpenEnv server is closed")
+        try:
+            return self._session.ask("step", action)
+        except ToolError:
+            raise
+        except Exception:
+            self._drop()
+            raise
+
+    def _drop(self) -> None:
+        session, self._session = self._session, None
+        if session is not None:
+            try:
+                session.socket.close()
+            except Exception:  # closing a dead socket
+                pass
+
+    def teardown(self) -> None:
+        session, self._session = self._session, None
+        if session is not None:
+            session.close()
+
+
+def _action_schema(http: str) -> dict[str, Any]:
+    with urllib.request.urlopen(f"{http}/schema", timeout=OPEN_TIMEOUT_S) as response:
+        schemas: dict[str, Any] = json.loads(response.read())
+    action: dict[str, Any] = schemas.get("action") or {}
+    return action
+
+
+@cache
+def environment(url: str) -> type[RemoteOpenEnv]:
+    """The omnienv class for the OpenEnv server at ``url``, its tools read from the server now."""
+    if not is_openenv_url(url):
+        raise UnknownEnvironmentError(f"'{url}' is not an OpenEnv server URL: write openenv+http://host:port")
+    http, ws_url = _endpoints(url)
+    try:
+        probe = _Session(ws_url)
+    except EnvironmentFailure as exc:
+        raise UnknownEnvironmentError(f"{exc.message}: start it, or check the host and port") from exc
+    try:
+        probe.ask("reset", {})
+        try:
+            listed = probe.ask("step", {"type": "list_tools"}).get("observation", {}).get("tools")
+        except (ToolError, OpenEnvServerError):  # a plain action server: its schema says the action
+            listed = None
+        mcp_tools = listed if isinstance(listed, list) and listed else None
+        schema = None if mcp_tools is not None else _action_schema(http)
+    except Exception as exc:  # a server that is not OpenEnv's, or one that broke while asked
+        raise UnknownEnvironmentError(f"cannot read the tools of the OpenEnv server at {http}: {exc}") from exc
+    finally:
+        probe.close()
+    namespace = {
+        "name": class_name(f"openenv/{http.split('://', 1)[1]}"),
+        "description": f"The OpenEnv server at {http}.",
+        "target": url,
+        "mcp": mcp_tools is not None,
+        "ws_url": ws_url,
+        "__module__": __name__,
+        "__doc__": f"The OpenEnv server at {http}, over /ws.",
+    }
+    cls: type[RemoteOpenEnv] = type(
+        "RemoteOpenEnv_" + re.sub(r"\W", "_", http.split("://", 1)[1]), (RemoteOpenEnv,), namespace
+    )
+    cls.tools = tool_specs(mcp_tools, schema)
+    return cls

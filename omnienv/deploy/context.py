@@ -1,0 +1,232 @@
+"""The build context of an environment's image: a Dockerfile, omnienv's source, the author's code.
+
+One image serves one environment on every transport (``python -m omnienv.app``) on one port, with a
+health check. What goes in is read from the environment itself: its omnienv extras and Debian
+packages (``EnvironmentBase.extras`` / ``system_packages``, a catalog source's extra), and, for an
+environment that lives outside omnienv, its code: a Harbor task folder, or the package that defines
+``package.module:Class`` (with its project, when a ``pyproject.toml`` sits beside the package, so
+its dependencies are installed too).
+
+omnienv goes in as source with a ``pyproject.toml`` written from the installed distribution's own
+metadata, so the image gets the same version and requirements whether omnienv was installed from a
+wheel or from a checkout, and never depends on a registry that holds omnienv.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata as metadata
+import importlib.util
+import os
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import omnienv
+from omnienv.core import EnvironmentBase, OmniEnvError
+from omnienv.core.registry import load_environment
+
+__all__ = ["DEFAULT_BASE", "DeployError", "ImagePlan", "plan_image", "write_context"]
+
+DEFAULT_BASE = "python:3.11-slim"
+"""A public slim Debian image with Python 3.11; any Debian-based image with or without Python works."""
+PORT = 8000
+ROOT = "/opt/omnienv"
+"""Where everything lives inside the image: ``venv/``, ``omnienv-src/``, ``app/``, ``entrypoint.sh``."""
+_IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".git", ".venv", ".venvs", "*.egg-info", ".mypy_cache")
+HEALTH_PROBE = "import os, urllib.request as u; u.urlopen('http://127.0.0.1:%s/health' % os.environ['PORT'], timeout=4)"
+_PACKAGE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.+-]*$")
+
+
+@dataclass(frozen=True, slots=True)
+class ImagePlan:
+    """What an environment's image holds and runs; :func:`write_context` turns it into files."""
+
+    env: str  # what the entry command serves: a name, 'module:Class', or a task folder inside the image
+    name: str  # the environment's name (image tags and labels)
+    extras: tuple[str, ...]
+    system_packages: tuple[str, ...]
+    base: str = DEFAULT_BASE
+    app: tuple[tuple[Path, str], ...] = field(default=())  # (host path, path under app/) of the author's code
+    projects: tuple[str, ...] = ()  # paths under app/ to pip install (the author's projects)
+    variables: tuple[tuple[str, str], ...] = ()  # extra ENV lines (a Space's allowed host)
+    ca_cert: Path | None = None  # a CA bundle pip trusts while building (a proxy that inspects TLS)
+
+    @property
+    def sandboxed(self) -> bool:
+        """Whether the environment runs the agent's code in bubblewrap (the container must allow it)."""
+        return "bubblewrap" in self.system_packages
+
+
+class DeployError(OmniEnvError):
+    """The environment cannot be deployed as asked (image, bundle, upload); the message says what to change."""
+
+    code = "DEPLOY_ERROR"
+
+
+def plan_image(env: str, *, base: str = DEFAULT_BASE, ca_cert: Path | None = None) -> ImagePlan:
+    """The image plan for ``env``: any name ``omnienv serve`` takes (a reference environment, a
+    scaffolded package's entry-point name, ``module:Class``, a catalog name, a Harbor task folder).
+
+    ``ca_cert``: a CA bundle for pip inside the build, where the machine reaches package indexes
+    through a proxy that inspects TLS (it stays in the image, at ``/opt/omnienv/build-ca.pem``)."""
+    if ca_cert is not None and not ca_cert.is_file():
+        raise DeployError(f"no CA bundle at {ca_cert}: pass the PEM file pip uses here (pip config list)")
+    cls = load_environment(env)
+    extras = {"server", *cls.extras}
+    app: list[tuple[Path, str]] = []
+    projects: list[str] = []
+    served = env
+    if os.path.isdir(env):
+        folder = Path(env).resolve()
+        app.append((folder, f"tasks/{folder.name}"))
+        served = f"{ROOT}/app/tasks/{folder.name}"
+    elif not cls.__module__.startswith("omnienv."):
+        code, project = _author_code(cls)
+        app.append((project or code, (project or code).name))
+        if project is not None:
+            projects.append(project.name)
+        served = f"{cls.__module__}:{cls.__qualname__}"
+    return ImagePlan(
+        env=served,
+        name=cls.name,
+        extras=tuple(sorted(extras)),
+        system_packages=tuple(cls.system_packages),
+        base=base,
+        app=tuple(app),
+        projects=tuple(projects),
+        ca_cert=ca_cert,
+    )
+
+
+def _author_code(cls: type[EnvironmentBase]) -> tuple[Path, Path | None]:
+    """The top-level package (or module) defining ``cls``, and its project folder if it has one."""
+    top = cls.__module__.split(".")[0]
+    spec = importlib.util.find_spec(top)
+    if spec is None or spec.origin in (None, "built-in", "frozen"):
+        raise DeployError(f"cannot find the code of {cls.__module__}: pass an importable 'package.module:Class'")
+    origin = Path(spec.origin)
+    code = origin.parent if origin.name == "__init__.py" else origin
+    if "site-packages" in code.parts or "dist-packages" in code.parts:
+        # installed, not a checkout: its distribution's source is not here, so it goes in as code
+        return code, None
+    project = code.parent
+    return code, (project if (project / "pyproject.toml").is_file() else None)
+
+
+def write_context(plan: ImagePlan, out: Path) -> Path:
+    """Write the build context of ``plan`` into ``out`` (made empty first) and return it."""
+    if out.exists():
+        if not out.is_dir() or (any(out.iterdir()) and not (out / "Dockerfile").is_file()):
+            raise DeployError(f"{out} exists and is not a build context: pass an empty or new folder")
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    _write_omnienv_source(out / "omnienv-src", plan.extras)
+    app = out / "app"
+    app.mkdir()
+    for source, inside in plan.app:
+        target = app / inside
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if source.is_dir():
+            shutil.copytree(source, target, ignore=_IGNORED)
+        else:
+            shutil.copy2(source, target)
+    if plan.ca_cert is not None:
+        shutil.copy(plan.ca_cert, out / "build-ca.pem")
+    (out / "entrypoint.sh").write_text(entrypoint(plan))
+    (out / "Dockerfile").write_text(dockerfile(plan))
+    (out / ".dockerignore").write_text("**/__pycache__\n**/*.pyc\n")
+    return out
+
+
+def _write_omnienv_source(target: Path, extras: tuple[str, ...]) -> None:
+    package = Path(omnienv.__file__).parent
+    shutil.copytree(package, target / "omnienv", ignore=_IGNORED)
+    requirements = sorted(set(_requirements(extras)))
+    lines = ",\n    ".join(f'"{r}"' for r in requirements)
+    (target / "pyproject.toml").write_text(
+        "# Written by omnienv build from the installed distribution's metadata.\n"
+        '[build-system]\nrequires = ["hatchling>=1.25"]\nbuild-backend = "hatchling.build"\n\n'
+        f'[project]\nname = "omnienv"\nversion = "{omnienv.__version__}"\nrequires-python = ">=3.11"\n'
+        f"dependencies = [\n    {lines},\n]\n\n"
+        '[project.scripts]\nomnienv = "omnienv.cli.main:app"\n\n'
+        '[tool.hatch.build.targets.wheel]\npackages = ["omnienv"]\n'
+    )
+
+
+def _requirements(extras: tuple[str, ...]) -> list[str]:
+    """omnienv's requirements with ``extras``, markers evaluated here, ``omnienv[x]`` expanded."""
+    from packaging.requirements import Requirement
+
+    declared = [Requirement(line) for line in metadata.requires("omnienv") or []]
+    known = set(metadata.metadata("omnienv").get_all("Provides-Extra") or [])
+    unknown = sorted(set(extras) - known)
+    if unknown:
+        raise DeployError(f"omnienv has no extra {', '.join(unknown)} (known: {', '.join(sorted(known))})")
+    wanted, todo, found = set(), list(extras), []
+    while todo:
+        extra = todo.pop()
+        if extra in wanted:
+            continue
+        wanted.add(extra)
+        for requirement in declared:
+            if requirement.marker is None or not requirement.marker.evaluate({"extra": extra}):
+                continue
+            if requirement.name == "omnienv":
+                todo.extend(requirement.extras)
+            else:
+                requirement.marker = None  # evaluated: the image installs exactly these
+                found.append(str(requirement))
+    found += [str(r) for r in declared if r.marker is None]
+    return found
+
+
+def dockerfile(plan: ImagePlan) -> str:
+    """The Dockerfile: Debian packages, a virtualenv with omnienv and the author's code, the server."""
+    packages = " ".join(sorted(set(plan.system_packages)))
+    for name in plan.system_packages:
+        if not _PACKAGE_NAME.match(name):
+            raise DeployError(f"'{name}' is not a Debian package name (system_packages of {plan.name})")
+    projects = "".join(f' "{ROOT}/app/{p}"' for p in plan.projects)
+    extras = ",".join(plan.extras)
+    labels = f'LABEL org.omnienv.env="{plan.name}"' + (' org.omnienv.sandbox="bubblewrap"' if plan.sandboxed else "")
+    variables = "".join(f'ENV {key}="{value}"\n' for key, value in plan.variables)
+    install_projects = f"RUN {ROOT}/venv/bin/pip install{projects}\n" if projects else ""
+    ca = f"COPY build-ca.pem {ROOT}/build-ca.pem\nARG PIP_CERT={ROOT}/build-ca.pem\n" if plan.ca_cert else ""
+    return f"""# Serves the omnienv environment '{plan.name}' on every transport on one port ({PORT}, or $PORT).
+# Made by `omnienv build`; sandboxed environments need the container options in docs/deploy.md.
+FROM {plan.base}
+ENV DEBIAN_FRONTEND=noninteractive PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore
+RUN set -eu; packages="{packages}"; \\
+    if ! python3 -c "import ensurepip, venv" 2>/dev/null; then packages="$packages python3 python3-venv"; fi; \\
+    if [ -n "$packages" ]; then apt-get update; apt-get install -y --no-install-recommends $packages; \\
+    rm -rf /var/lib/apt/lists/*; fi; \\
+    python3 -m venv {ROOT}/venv
+{ca}COPY omnienv-src {ROOT}/omnienv-src
+RUN {ROOT}/venv/bin/pip install "{ROOT}/omnienv-src[{extras}]"
+COPY app {ROOT}/app
+{install_projects}COPY entrypoint.sh {ROOT}/entrypoint.sh
+ENV PATH="{ROOT}/venv/bin:$PATH" HOST=0.0.0.0 PORT={PORT}
+{variables}{labels}
+EXPOSE {PORT}
+HEALTHCHECK --interval=10s --timeout=5s --start-period=30s --retries=3 \\
+    CMD ["python", "-c", "{HEALTH_PROBE}"]
+ENTRYPOINT ["/bin/sh", "{ROOT}/entrypoint.sh"]
+"""
+
+
+def entrypoint(plan: ImagePlan) -> str:
+    """The entry command, a POSIX shell script: the image's CMD, and runnable from the folder itself."""
+    served = plan.env.replace(f"{ROOT}/app/", "$here/app/", 1)  # a task folder travels with the script
+    return f"""#!/bin/sh
+# Serves {plan.name} on $HOST:$PORT: every transport, and /health for the container's health check.
+# Runs from this folder too: PYTHON=/path/to/python sh entrypoint.sh (omnienv's requirements installed).
+# OMNIENV_ENV overrides what is served; OMNIENV_ALLOW_HOST lists the names clients reach it by (a
+# Space's host), space-separated; options of `python -m omnienv.app` (--max-sessions N...) follow.
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+export PYTHONPATH="$here/app:$here/omnienv-src${{PYTHONPATH:+:$PYTHONPATH}}"
+set -- --host "${{HOST:-0.0.0.0}}" --port "${{PORT:-{PORT}}}" "$@"
+for name in ${{OMNIENV_ALLOW_HOST:-}}; do set -- "$@" --allow-host "$name"; done
+exec "${{PYTHON:-python3}}" -m omnienv.app "${{OMNIENV_ENV:-{served}}}" "$@"
+"""
