@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+import time
 from typing import Annotated
 
 import typer
@@ -174,9 +175,11 @@ def _serve_image(image: str, port: int, options: list[str], variables: dict[str,
         raise fail(exc.message) from None
     console.print(f"serving the image [bold]{image}[/] on {container.url} (WebSocket: ws://127.0.0.1:{port}/ws)")
     try:
-        code = container.wait()
-        console.print(f"the container exited ({code}):\n{container.logs()}", markup=False)
+        while container.running():  # polled, not a blocking wait: Ctrl-C is seen within a second
+            time.sleep(0.5)
+        console.print(f"the container exited:\n{container.logs()}", markup=False)
     except KeyboardInterrupt:
         pass
     finally:
-        container.stop()
+        with console.status("stopping the container..."):
+            container.stop()

@@ -62,10 +62,6 @@ class Container:
             return f"(no logs: {exc})"
         return raw.decode("utf-8", "replace").strip()
 
-    def wait(self) -> int:
-        """Block until the container exits; its exit code."""
-        return int(self._api.wait(self.id, timeout=None)["StatusCode"])
-
     def running(self) -> bool:
         try:
             return bool(self._api.inspect_container(self.id)["State"]["Running"])

@@ -133,7 +133,8 @@ def test_the_jupyter_image_refuses_to_start_where_it_cannot_sandbox(images: Imag
 
 def test_the_jupyter_image_sandboxes_the_agent_against_the_security_probes(images: Images) -> None:
     secrets_in_container = {name: f"{name.lower()}-{secrets.token_hex(12)}" for name in SECRET_NAMES}
-    container = start_container(images("jupyter"), env=secrets_in_container)
+    # the scan reads every file the sandbox can: as on the host (tests/security), it gets 120 s a cell
+    container = start_container(images("jupyter"), env=secrets_in_container | {"OMNIENV_JUPYTER_CELL_TIMEOUT": "120"})
     port = container.url.rsplit(":", 1)[1]
     scan = SCAN.format(values=[v.encode().hex() for v in secrets_in_container.values()])
     probes = [

@@ -13,7 +13,8 @@ The kernel runs locally in a sandbox (``omnienv.sandboxes.jupyter``): no network
 system with only the kernel's packages (never omnienv's code or these tasks), a size-capped work
 directory, memory/CPU/process limits for the whole sandbox, and a per-cell time limit; nothing a
 cell starts outlives the cell. Set ``OMNIENV_CODE_SANDBOX=e2b`` (with ``E2B_API_KEY``) to run it
-in E2B's cloud instead. A kernel that dies of the agent's own code (it killed or crashed itself,
+in E2B's cloud instead, and ``OMNIENV_JUPYTER_CELL_TIMEOUT`` (seconds) to change a served notebook's
+per-cell time limit (30 s). A kernel that dies of the agent's own code (it killed or crashed itself,
 used up its memory or time, sent too much output) ends the episode, scored by the rubric (0
 without an answer: ``info["ended_by_agent"]`` says why); only a kernel the host lost or could not
 start is an infrastructure failure, flagged and never scored.
@@ -143,10 +144,10 @@ class Jupyter(AsyncEnvironment):
 
     sandbox: CodeSandbox | None = None
 
-    def __init__(self, *, backend: str | None = None, pool: Any = None, cell_timeout: float = CELL_TIMEOUT) -> None:
+    def __init__(self, *, backend: str | None = None, pool: Any = None, cell_timeout: float | None = None) -> None:
         self.backend = backend
         self.pool = pool
-        self.cell_timeout = cell_timeout
+        self.cell_timeout = cell_timeout or float(os.environ.get("OMNIENV_JUPYTER_CELL_TIMEOUT") or CELL_TIMEOUT)
         self.cells: list[NotebookCell] = []
         self.submitted: str | None = None
         self.calls = 0
