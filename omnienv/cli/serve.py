@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+import signal
 import time
 from typing import Annotated
 
@@ -174,8 +175,9 @@ def _serve_image(image: str, port: int, options: list[str], variables: dict[str,
     except ContainerError as exc:
         raise fail(exc.message) from None
     console.print(f"serving the image [bold]{image}[/] on {container.url} (WebSocket: ws://127.0.0.1:{port}/ws)")
+    previous = signal.signal(signal.SIGTERM, _interrupt)  # a process manager's stop removes the container too
     try:
-        while container.running():  # polled, not a blocking wait: Ctrl-C is seen within a second
+        while container.running():  # polled, not a blocking wait: a signal is seen within a second
             time.sleep(0.5)
         console.print(f"the container exited:\n{container.logs()}", markup=False)
     except KeyboardInterrupt:
@@ -183,3 +185,8 @@ def _serve_image(image: str, port: int, options: list[str], variables: dict[str,
     finally:
         with console.status("stopping the container..."):
             container.stop()
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt

@@ -35,7 +35,7 @@ from omnienv.sandboxes.sandbox import Sandbox, process_tree
 
 __all__ = ["CommandResult", "SandboxShell"]
 
-_GRACE_S = 2.0
+_GRACE_S = 5.0  # for an interrupted command to give the prompt back (a busy machine is slow to)
 _START_S = 15.0
 
 

@@ -158,7 +158,7 @@ def test_the_jupyter_image_sandboxes_the_agent_against_the_security_probes(image
     assert pids <= 8, f"the sandbox sees {pids} processes, not only its own: {escape}\n{server_logs}"
 
 
-def test_serve_image_runs_the_container_with_the_servers_options_until_interrupted(images: Images) -> None:
+def test_serve_image_runs_the_container_with_the_servers_options_until_stopped(images: Images) -> None:
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
     command = [OMNIENV, "serve", "--image", images("wordle"), "--port", str(port), "--max-sessions", "1"]
@@ -174,7 +174,7 @@ def test_serve_image_runs_the_container_with_the_servers_options_until_interrupt
             with pytest.raises(CapacityError):
                 WebSocketClient.connect(url).reset(WORDLE_TASK)  # --max-sessions 1 reached the server
     finally:
-        server.send_signal(signal.SIGINT)
+        server.send_signal(signal.SIGTERM)  # as a process manager stops it (SIGINT is ignored in a background job)
         try:
             server.wait(timeout=60)
         except subprocess.TimeoutExpired:

@@ -101,6 +101,7 @@ def test_tools_show_stderr_errors_images_and_the_notebook(pool: KernelPool) -> N
             assert "[stderr]" in result.observation.text and "exit code 2" in result.observation.text
             result = await env.step(ToolCall("add_and_execute_code_cell", {"code": "1/0"}))
             assert "ERROR: ZeroDivisionError" in result.observation.text and not result.observation.is_error
+            env.cell_timeout = 60  # a first matplotlib import builds its font cache: seconds on a busy machine
             result = await env.step(
                 ToolCall(
                     "edit_and_execute_current_cell",
@@ -116,6 +117,7 @@ def test_tools_show_stderr_errors_images_and_the_notebook(pool: KernelPool) -> N
             assert isinstance(result.observation.content[-1], ImageBlock)
             state = await env.state()
             assert state.fields == {"cells": 2, "errors": 0, "submitted": False}
+            env.cell_timeout = 5
             result = await env.step(ToolCall("add_and_execute_code_cell", {"code": "while True:\n    pass"}))
             assert "time limit" in result.observation.text and result.failure is None
         finally:
