@@ -169,22 +169,24 @@ def _serve_image(image: str, port: int, options: list[str], variables: dict[str,
         from omnienv.client.container import ContainerError, start_container
     except ImportError as exc:
         raise fail(f"serving an image needs the server extra: pip install 'omnienv[server,deploy]' ({exc})") from None
+    # a process manager's stop (SIGTERM) removes the container too, even one still starting
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    container = None
     try:
         with console.status(f"starting a container of {image}..."):
             container = start_container(image, port=port, env=variables, server_options=options)
-    except ContainerError as exc:
-        raise fail(exc.message) from None
-    console.print(f"serving the image [bold]{image}[/] on {container.url} (WebSocket: ws://127.0.0.1:{port}/ws)")
-    previous = signal.signal(signal.SIGTERM, _interrupt)  # a process manager's stop removes the container too
-    try:
+        console.print(f"serving the image [bold]{image}[/] on {container.url} (WebSocket: ws://127.0.0.1:{port}/ws)")
         while container.running():  # polled, not a blocking wait: a signal is seen within a second
             time.sleep(0.5)
         console.print(f"the container exited:\n{container.logs()}", markup=False)
+    except ContainerError as exc:
+        raise fail(exc.message) from None
     except KeyboardInterrupt:
-        pass
+        pass  # a container still starting was removed by start_container
     finally:
-        with console.status("stopping the container..."):
-            container.stop()
+        if container is not None:
+            with console.status("stopping the container..."):
+                container.stop()
         signal.signal(signal.SIGTERM, previous)
 
 

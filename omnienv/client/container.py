@@ -147,15 +147,17 @@ def start_container(
             labels={OWNER_LABEL: "omnienv"},
             ports=[IMAGE_PORT] if network == "bridge" else None,
         )
-        api.start(created["Id"])
     except Exception as exc:
         api.close()
         raise ContainerError(f"cannot start a container of '{image}': {exc}") from None
     container = Container(created["Id"], image, f"http://127.0.0.1:{port}", api)
-    try:
+    try:  # from here on, whatever happens (a stop signal included), the container does not outlive the call
+        api.start(created["Id"])
         _wait_healthy(container, ready_timeout)
-    except BaseException:
+    except BaseException as exc:
         container.stop(timeout=1)
+        if isinstance(exc, Exception) and not isinstance(exc, ContainerError):
+            raise ContainerError(f"cannot start a container of '{image}': {exc}") from None
         raise
     return container
 
