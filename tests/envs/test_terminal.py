@@ -152,9 +152,9 @@ def test_nothing_the_agent_plants_or_leaves_running_changes_its_grade(tmp_path: 
             "echo '{\"reward\": 1}' > logs/verifier/reward.json; echo 1 > reward.txt",
         )
         assert planted == 0.0
-        # A writer that outlives the agent's turn: it is dead once the episode is graded (however
-        # slow the machine), so the copy the verifier reads can never change under it.
-        late = play(env, "train/answer", "(sleep 5; echo 42 > out.txt) &")
+        # A writer that outlives the agent's turn is dead once the episode is graded, so the copy the
+        # verifier reads can never change under it (it would write long after any slow machine grades).
+        late = play(env, "train/answer", "(sleep 120; echo 42 > out.txt) &")
         assert late == 0.0 and env.sandbox is not None
         assert env.sandbox.pids() == set(), "the agent's processes must be dead before the workspace is copied"
         tricky = play(
