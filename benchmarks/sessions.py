@@ -12,7 +12,7 @@ server that accepts keeps two zlib contexts per session, so omnienv is measured 
 client offering deflate, like OpenEnv's, and with one that does not. The bare echo server of
 ws_throughput.py (Starlette on uvicorn, no session state) is printed for scale.
 OpenEnv keeps one OS thread per session, so it gets ``--openenv-sessions`` (default 1,000).
-Targets (DESIGN.md): 10,000 sessions at <= 20 KB RSS each and start-up to healthy <= 0.5 s.
+Targets: 10,000 sessions at <= 16 KB RSS each and start-up to healthy <= 0.3 s.
 
     python benchmarks/sessions.py [--sessions 10000] [--openenv-sessions 1000] [--startup-runs 3]
 """
@@ -36,8 +36,8 @@ from benchmarks._harness import OMNIENV, OPENENV_PYTHON, ServerProcess, free_por
 
 __all__ = ["SessionsResult", "main"]
 
-RSS_TARGET_KB = 20.0
-STARTUP_TARGET_S = 0.5
+RSS_TARGET_KB = 16.0
+STARTUP_TARGET_S = 0.3
 RESET = json.dumps({"type": "reset", "data": {"seed": 1}})
 
 

@@ -1,50 +1,93 @@
-"""``omnienv``: list, play, roll out and check environments (and serve them, see serve.py)."""
+"""``omnienv``: list, play, roll out and check environments (and serve them, see serve.py).
+
+The console script imports only the command it runs: ``omnienv serve`` should not pay for the
+libraries of ``omnienv agent`` or ``omnienv view`` before it can answer its first request.
+``app`` (the whole command tree, for ``--help`` and for tests) is built on first use.
+"""
 
 from __future__ import annotations
 
+import importlib
+import sys
+from functools import cache
+from typing import Any
+
 import typer
 
-from omnienv.cli.agent import agent_app
-from omnienv.cli.check import check
-from omnienv.cli.demo import demo
-from omnienv.cli.deploy import build, push
-from omnienv.cli.eval import evaluate
-from omnienv.cli.export import export_app
-from omnienv.cli.harbor import harbor_app
-from omnienv.cli.importing import import_app
-from omnienv.cli.listing import list_envs
-from omnienv.cli.mcp import mcp
-from omnienv.cli.new import new
-from omnienv.cli.play import play
-from omnienv.cli.proxy import proxy
-from omnienv.cli.rollout import rollout
-from omnienv.cli.serve import serve
-from omnienv.cli.view import view
+__all__ = ["app", "main"]
 
-app = typer.Typer(
-    name="omnienv",
-    help="Write an RL environment once; play it, roll it out, check it and serve it everywhere.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-)
-app.command("list")(list_envs)
-app.command()(play)
-app.command()(rollout)
-app.command()(check)
-app.command("eval")(evaluate)
-app.command()(serve)
-app.command()(mcp)
-app.command()(new)
-app.command()(demo)
-app.command()(view)
-app.command()(proxy)
-app.command()(build)
-app.command()(push)
-app.add_typer(export_app, name="export")
-app.add_typer(agent_app, name="agent")
-app.add_typer(harbor_app, name="harbor")
-app.add_typer(import_app, name="import")
+HELP = "Write an RL environment once; play it, roll it out, check it and serve it everywhere."
+COMMANDS = {
+    "list": "omnienv.cli.listing:list_envs",
+    "play": "omnienv.cli.play:play",
+    "rollout": "omnienv.cli.rollout:rollout",
+    "check": "omnienv.cli.check:check",
+    "eval": "omnienv.cli.eval:evaluate",
+    "serve": "omnienv.cli.serve:serve",
+    "mcp": "omnienv.cli.mcp:mcp",
+    "new": "omnienv.cli.new:new",
+    "demo": "omnienv.cli.demo:demo",
+    "view": "omnienv.cli.view:view",
+    "proxy": "omnienv.cli.proxy:proxy",
+    "build": "omnienv.cli.deploy:build",
+    "push": "omnienv.cli.deploy:push",
+}
+"""Commands: name -> ``module:function``."""
+GROUPS = {
+    "export": "omnienv.cli.export:export_app",
+    "agent": "omnienv.cli.agent:agent_app",
+    "harbor": "omnienv.cli.harbor:harbor_app",
+    "import": "omnienv.cli.importing:import_app",
+}
+"""Command groups: name -> ``module:Typer``."""
+
+
+def _load(target: str) -> Any:
+    module, _, attribute = target.partition(":")
+    return getattr(importlib.import_module(module), attribute)
+
+
+def _typer() -> typer.Typer:
+    return typer.Typer(name="omnienv", help=HELP, no_args_is_help=True, pretty_exceptions_enable=False)
+
+
+def _add(tree: typer.Typer, name: str) -> None:
+    if name in COMMANDS:
+        tree.command(name)(_load(COMMANDS[name]))
+    else:
+        tree.add_typer(_load(GROUPS[name]), name=name)
+
+
+@cache
+def whole_app() -> typer.Typer:
+    """Every command: what ``omnienv --help`` lists."""
+    tree = _typer()
+    for name in (*COMMANDS, *GROUPS):
+        _add(tree, name)
+    return tree
+
+
+def main() -> None:
+    """The ``omnienv`` console script."""
+    name = sys.argv[1] if len(sys.argv) > 1 else ""
+    if name not in COMMANDS and name not in GROUPS:  # help, a typo: click answers from the whole tree
+        whole_app()()
+        return
+    tree = _typer()
+    tree.callback()(_root)  # a group even with one command: the command's name stays in the command line
+    _add(tree, name)
+    tree()
+
+
+def _root() -> None:
+    """Write an RL environment once; play it, roll it out, check it and serve it everywhere."""
+
+
+def __getattr__(name: str) -> Any:
+    if name == "app":
+        return whole_app()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 if __name__ == "__main__":
-    app()
+    main()

@@ -36,9 +36,10 @@ from omnienv.core.errors import (
 )
 from omnienv.core.ledger import EpisodeLedger
 from omnienv.core.rubric import Rubric, RubricScore
+from omnienv.core.seeding import seeded
 from omnienv.core.tasks import Task, TaskIndex
 from omnienv.core.tools import ToolSpec, collect_tools, unknown_tool
-from omnienv.core.types import Failure, Observation, State, StepResult, ToolCall, ToolResult
+from omnienv.core.types import Failure, Observation, State, StepResult, ToolCall, ToolResult, episode_over
 
 __all__ = ["AsyncEnvironment", "Environment", "EnvironmentBase"]
 
@@ -136,7 +137,7 @@ class EnvironmentBase:
         """The new episode, and the generator ``setup`` draws from: seeded by ``seed`` alone, so a
         task named or drawn, in-process or through any server, starts the same episode."""
         chosen = self.task_index().choose(task, seed, split)
-        return EpisodeLedger(task=chosen, seed=seed), random.Random(seed)
+        return EpisodeLedger(task=chosen, seed=seed), seeded(seed)
 
     def render_prompt(self, task: Task | None, rng: random.Random) -> Prompt | None:
         """The prompt ``setup`` would return for ``task`` and ``rng``, computed without starting
@@ -196,7 +197,7 @@ class EnvironmentBase:
         else:
             result = StepResult(Observation(as_blocks(output)), 0.0, False, False, {})
         limit = self.max_turns
-        if not result.done and limit is not None and episode.steps + 1 >= limit:
+        if limit is not None and not result.done and episode.steps + 1 >= limit:
             result.truncated = True
         return episode.record(result)
 
@@ -310,7 +311,9 @@ class Environment(EnvironmentBase):
         return self._finish_reset(episode, prompt)
 
     def step(self, call: ToolCall) -> StepResult:
-        episode = self._require_active()
+        episode = self._episode
+        if episode is None or episode_over(episode):
+            episode = self._require_active()  # raises the error that names the fix
         try:
             spec, arguments = self._resolve_call(call)
             output: ToolOutput | ActionError | AgentCausedEnd = spec.function(self, **arguments)
@@ -318,7 +321,8 @@ class Environment(EnvironmentBase):
             output = exc
         except Exception as exc:
             return self._fail(episode, f"tool '{call.name}'", exc)
-        return self._score(episode, self._record(episode, output))
+        result = self._record(episode, output)
+        return self._score(episode, result) if result.done or result.truncated else result
 
     def end(self) -> StepResult:
         """End the episode now, as a trainer does at its turn budget, and score it with the rubric.

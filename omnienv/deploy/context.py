@@ -149,7 +149,7 @@ def _write_omnienv_source(target: Path, extras: tuple[str, ...]) -> None:
         '[build-system]\nrequires = ["hatchling>=1.25"]\nbuild-backend = "hatchling.build"\n\n'
         f'[project]\nname = "omnienv"\nversion = "{omnienv.__version__}"\nrequires-python = ">=3.11"\n'
         f"dependencies = [\n    {lines},\n]\n\n"
-        '[project.scripts]\nomnienv = "omnienv.cli.main:app"\n\n'
+        '[project.scripts]\nomnienv = "omnienv.cli.main:main"\n\n'
         '[tool.hatch.build.targets.wheel]\npackages = ["omnienv"]\n'
     )
 

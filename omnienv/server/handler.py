@@ -83,15 +83,32 @@ class Handler:
                 "and the operator starts episodes with POST /operator/sessions"
             )
 
-    async def frame(self, session: Session, raw: str | bytes) -> bytes | None:
-        """The reply frame for one WebSocket frame; None means the client asked to close."""
+    def frame(self, session: Session, raw: str | bytes) -> bytes | Request | None:
+        """The reply to one WebSocket frame when it is ready at once; None when the client asked
+        to close; else the parsed request, whose reply :meth:`frame_later` awaits.
+
+        A fast environment's step (``inline``) is answered here, without a coroutine: on the hot
+        path every layer of awaiting costs as much as the step itself.
+        """
         try:
             request = parse_request(decode(raw, self.limit))
+            if type(request) is ToolCall and self.inline and not self.agent_only:
+                result = self.step_inline(session, request)
+                return encode({"type": "observation", "data": step_reply(request.name, result)})
             if type(request) is Close:
                 return None
             if type(request) is ListTools:
                 session.last_active = time.monotonic()
                 return self.tools_frame
+            return request
+        except OmniEnvError as exc:
+            return error_frame(exc)
+        except Exception as exc:
+            return error_frame(unexpected(exc))
+
+    async def frame_later(self, session: Session, request: Request) -> bytes:
+        """The reply to a request :meth:`frame` could not answer at once."""
+        try:
             if type(request) is Mcp:
                 if self.mcp is None:
                     raise UnknownMessageError("this server does not answer 'mcp' messages")
@@ -103,6 +120,17 @@ class Handler:
             return error_frame(unexpected(exc))
         return encode({"type": kind, "data": data})
 
+    def step_inline(self, session: Session, call: ToolCall) -> StepResult:
+        """A fast synchronous environment's step, run right on the event loop (no deadline could
+        interrupt it there anyway)."""
+        machine = session.machine
+        machine.begin(call)
+        try:
+            return session.env.env.step(call)  # type: ignore[attr-defined, no-any-return]
+        finally:
+            machine.end(call)
+            session.last_active = time.monotonic()
+
     async def run(self, session: Session, request: Request, *, trusted: bool = False) -> Result:
         """Run one request on ``session``; raises :class:`OmniEnvError` for an error reply.
 
@@ -112,16 +140,15 @@ class Handler:
             return request
         if self.agent_only and not trusted:
             self.refuse_agents()
+        if self.inline and type(request) is ToolCall:
+            return self.step_inline(session, request)
         machine = session.machine
         machine.begin(request)
         ok = False
         try:
             result: Result
             if type(request) is ToolCall:
-                if self.inline:  # a fast sync env: call it directly, no coroutine layers
-                    result = session.env.env.step(request)  # type: ignore[attr-defined]
-                else:
-                    result = await self.manager.step(session, request)
+                result = await self.manager.step(session, request)
             elif type(request) is Reset:
                 result = await self.manager.reset(session, request)
             elif type(request) is End:

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from functools import partial
 from typing import Any
 from urllib.parse import parse_qs
 
 from omnienv.core.errors import OmniEnvError
 from omnienv.server.handler import Handler, error_frame
-from omnienv.server.sessions import OPENENV, Session, SessionManager
+from omnienv.server.run import forget_handshake
+from omnienv.server.sessions import OPENENV, SessionManager
 
 __all__ = ["WebSocketEndpoint"]
 
@@ -32,6 +34,7 @@ class WebSocketEndpoint:
         if (await receive())["type"] != "websocket.connect":
             return
         await send({"type": "websocket.accept"})
+        forget_handshake(send)
         session_id = _session_id(scope)
         scope["headers"] = ()  # read by nobody after the handshake; ~1 KB an idle session need not keep
         try:
@@ -47,31 +50,32 @@ class WebSocketEndpoint:
             except OSError:  # the client already left
                 pass
             return
-        session.expire = _expirer(send)
+        session.expire = partial(_expire, send)
+        # The frame loop is written out here, not in a helper: each open socket keeps its coroutine
+        # frames for the session's lifetime, and one frame is smaller than two.
+        handle, handle_later = self.handler.frame, self.handler.frame_later
         try:
-            await self._serve(session, receive, send)
+            while True:
+                message = await receive()
+                if message["type"] != "websocket.receive":
+                    return  # websocket.disconnect: the client left or the socket died
+                raw = message.get("text")
+                reply = handle(session, raw if raw is not None else (message.get("bytes") or b""))
+                if reply is not None and not isinstance(reply, bytes):
+                    reply = await handle_later(session, reply)
+                try:
+                    if reply is None:  # {"type": "close"}: no reply, then 1000; an attached session stays
+                        if session.owned:
+                            await self.manager.close(session)
+                        await send({"type": "websocket.close", "code": 1000})
+                        return
+                    await send({"type": "websocket.send", "text": reply.decode()})
+                except OSError:  # uvicorn's ClientDisconnected: nobody left to answer
+                    return
+                # An idle session waits in receive() above: let it hold no request or reply meanwhile.
+                message = raw = reply = None
         finally:
             await self.manager.detach(session)
-
-    async def _serve(self, session: Session, receive: Any, send: Any) -> None:
-        handle = self.handler.frame
-        while True:
-            message = await receive()
-            if message["type"] != "websocket.receive":
-                return  # websocket.disconnect: the client left or the socket died
-            raw = message.get("text")
-            reply = await handle(session, raw if raw is not None else (message.get("bytes") or b""))
-            try:
-                if reply is None:  # {"type": "close"}: no reply, then 1000; an attached session stays
-                    if session.owned:
-                        await self.manager.close(session)
-                    await send({"type": "websocket.close", "code": 1000})
-                    return
-                await send({"type": "websocket.send", "text": reply.decode()})
-            except OSError:  # uvicorn's ClientDisconnected: nobody left to answer
-                return
-            # An idle session waits in receive() below: let it hold no request or reply meanwhile.
-            message = raw = reply = None
 
 
 def _session_id(scope: Scope) -> str | None:
@@ -82,19 +86,18 @@ def _session_id(scope: Scope) -> str | None:
     return values[0] if values else None
 
 
-def _expirer(send: Any) -> Any:
-    def expire(reason: str) -> None:
-        async def close() -> None:
-            try:
-                await send({"type": "websocket.close", "code": 1001, "reason": reason[:120]})
-            except Exception:  # already closed from the other side
-                pass
+def _expire(send: Any, reason: str) -> None:
+    """Close the socket from the server's side (the session was reaped)."""
 
-        task = asyncio.get_running_loop().create_task(close())
-        _pending.add(task)
-        task.add_done_callback(_pending.discard)
+    async def close() -> None:
+        try:
+            await send({"type": "websocket.close", "code": 1001, "reason": reason[:120]})
+        except Exception:  # already closed from the other side
+            pass
 
-    return expire
+    task = asyncio.get_running_loop().create_task(close())
+    _pending.add(task)
+    task.add_done_callback(_pending.discard)
 
 
 _pending: set[asyncio.Task[None]] = set()
