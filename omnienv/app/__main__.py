@@ -10,8 +10,10 @@ import argparse
 import os
 import secrets
 import sys
+from functools import partial
 
 from omnienv.app import create_app
+from omnienv.core.errors import WorkerLostError
 from omnienv.core.registry import load_environment
 from omnienv.server.config import ServerConfig
 from omnienv.server.origins import WILDCARDS
@@ -23,7 +25,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("env", help="environment name or 'package.module:Class'")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
-    parser.add_argument("--max-sessions", type=int, default=16_384)
+    parser.add_argument("--max-sessions", type=int, default=16_384, help="all workers together")
+    parser.add_argument(
+        "--workers", type=int, default=1, help="worker processes on the one port; each session lives on one"
+    )
     parser.add_argument("--idle-timeout", type=float, default=600.0, help="seconds; 0 disables")
     parser.add_argument("--step-timeout", type=float, default=300.0, help="seconds; 0 disables")
     parser.add_argument("--log-level", default="warning")
@@ -59,6 +64,10 @@ def main(argv: list[str] | None = None) -> None:
             allow_hosts=tuple(args.allow_host),
             allow_origins=tuple(args.allow_origin),
         )
+        if args.workers != 1:  # imported only then: one process starts as fast as before
+            from omnienv.server.supervisor import check_workers
+
+            check_workers(args.workers, config)
     except ValueError as exc:
         parser.error(str(exc))
     if token is not None:
@@ -70,7 +79,21 @@ def main(argv: list[str] | None = None) -> None:
             file=sys.stderr,
             flush=True,
         )
-    serve(create_app(load_environment(args.env), config), args.host, args.port, log_level=args.log_level)
+    if args.workers == 1:
+        serve(create_app(load_environment(args.env), config), args.host, args.port, log_level=args.log_level)
+        return
+    from omnienv.server.supervisor import bind, serve_workers
+
+    load_environment(args.env)  # an unknown name fails here, once, not in every worker
+    sock = bind(args.host, args.port)
+    port = sock.getsockname()[1]
+    print(f"serving on http://{args.host}:{port} with {args.workers} workers", file=sys.stderr, flush=True)
+    try:
+        serve_workers(partial(create_app, args.env), config, sock, args.workers, log_level=args.log_level)
+    except WorkerLostError as exc:
+        sys.exit(f"error: {exc.message}")
+    finally:
+        sock.close()
 
 
 if __name__ == "__main__":

@@ -5,11 +5,15 @@ from __future__ import annotations
 import secrets
 import signal
 import time
-from typing import Annotated
+from functools import partial
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from omnienv.cli.common import console, env_class, fail
+from omnienv.cli.common import console, env_class, errors, fail
+
+if TYPE_CHECKING:
+    from omnienv.server import ServerConfig
 
 
 def serve(
@@ -22,7 +26,16 @@ def serve(
     ] = None,
     host: Annotated[str, typer.Option(help="Interface to bind")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="TCP port")] = 8000,
-    max_sessions: Annotated[int, typer.Option(help="Sessions open at once; more are refused")] = 16_384,
+    max_sessions: Annotated[
+        int, typer.Option(help="Sessions open at once, all workers together (each holds its share); more are refused")
+    ] = 16_384,
+    workers: Annotated[
+        int,
+        typer.Option(
+            help="Worker processes on the one port (one per core: --workers $(nproc)); each session lives on "
+            "one worker, and requests naming it are routed there, on every transport"
+        ),
+    ] = 1,
     idle_timeout: Annotated[float, typer.Option(help="Close sessions idle this long, in s (0: never)")] = 600.0,
     step_timeout: Annotated[float, typer.Option(help="Fail a step running this long, in s (0: never)")] = 300.0,
     log_level: Annotated[str, typer.Option(help="uvicorn log level")] = "warning",
@@ -81,6 +94,14 @@ def serve(
     ] = None,
 ) -> None:
     """Serve ENV until interrupted: OpenEnv-compatible WebSocket /ws, HTTP sessions, /health."""
+    try:
+        from omnienv.server.supervisor import check_workers
+
+        check_workers(workers)
+    except ImportError as exc:
+        raise fail(f"serving needs the server extra: pip install 'omnienv[server]' ({exc})") from None
+    except ValueError as exc:
+        raise fail(str(exc)) from None
     if image is not None:
         if env is not None:
             raise fail("pass ENV or --image IMAGE, not both (an image serves the environment it was built for)")
@@ -89,6 +110,7 @@ def serve(
         forwarded = ["--max-sessions", str(max_sessions), "--idle-timeout", str(idle_timeout)]
         forwarded += ["--step-timeout", str(step_timeout), "--log-level", log_level]
         forwarded += ["--agent-only"] * agent_only + [f"--allow-origin={o}" for o in allow_origin or ()]
+        forwarded += ["--workers", str(workers)] if workers > 1 else []
         token = (operator_token or secrets.token_urlsafe(24)) if agent_only else None
         if token is not None:
             console.print(f"agent-only: start episodes with POST /operator/sessions, 'Authorization: Bearer {token}'")
@@ -101,7 +123,6 @@ def serve(
         from omnienv.app import create_app
         from omnienv.server import ServerConfig
         from omnienv.server import serve as run
-        from omnienv.server.origins import WILDCARDS
     except ImportError as exc:
         raise fail(f"serving needs the server extra: pip install 'omnienv[server]' ({exc})") from None
     try:
@@ -115,22 +136,15 @@ def serve(
             allow_hosts=tuple(allow_host or ()),
             allow_origins=tuple(allow_origin or ()),
         )
+        check_workers(workers, config)
     except ValueError as exc:
         raise fail(str(exc)) from None
-    page = f", play it at http://{host}:{port}/ui/" if ui else ""
-    console.print(f"serving [bold]{cls.name}[/] on http://{host}:{port} (WebSocket: ws://{host}:{port}/ws{page})")
-    if host.strip().lower() in WILDCARDS and not allow_host:
-        console.print(
-            f"[yellow]bound to {host}: requests are answered only when their Host is a loopback name; "
-            "pass --allow-host NAME for each name or address clients use to reach this machine[/]",
-            soft_wrap=True,
-        )
-    if agent_only:
-        console.print(
-            f"agent-only: agents use MCP at http://{host}:{port}/mcp?session_id=...; start episodes "
-            f"with POST /operator/sessions, header 'Authorization: Bearer {config.operator_token}'",
-            soft_wrap=True,
-        )
+    if workers > 1:
+        if ray is not None or nemo_gym:
+            raise fail("--workers runs the whole server in several processes here: drop --ray or --nemo-gym")
+        _serve_workers(env, cls.name, config, host, port, workers, allow_host, log_level)
+        return
+    _announce(cls.name, config, host, port, allow_host)
     if nemo_gym:
         if ray is not None or agent_only:
             raise fail("--nemo-gym serves NeMo Gym's routes alone, on this process: drop --ray and --agent-only")
@@ -161,6 +175,55 @@ def serve(
             raise fail(str(exc)) from None
         return
     run(create_app(cls, config), host, port, log_level=log_level)
+
+
+def _announce(name: str, config: ServerConfig, host: str, port: int, allow_host: list[str] | None) -> None:
+    from omnienv.server.origins import WILDCARDS
+
+    page = f", play it at http://{host}:{port}/ui/" if config.ui else ""
+    console.print(f"serving [bold]{name}[/] on http://{host}:{port} (WebSocket: ws://{host}:{port}/ws{page})")
+    if host.strip().lower() in WILDCARDS and not allow_host:
+        console.print(
+            f"[yellow]bound to {host}: requests are answered only when their Host is a loopback name; "
+            "pass --allow-host NAME for each name or address clients use to reach this machine[/]",
+            soft_wrap=True,
+        )
+    if config.agent_only:
+        console.print(
+            f"agent-only: agents use MCP at http://{host}:{port}/mcp?session_id=...; start episodes "
+            f"with POST /operator/sessions, header 'Authorization: Bearer {config.operator_token}'",
+            soft_wrap=True,
+        )
+
+
+def _serve_workers(
+    env: str,
+    name: str,
+    config: ServerConfig,
+    host: str,
+    port: int,
+    workers: int,
+    allow_host: list[str] | None,
+    log_level: str,
+) -> None:
+    """``--workers N``: bind here (so ``--port 0`` names the port it got), then supervise N workers."""
+    from omnienv.app import create_app
+    from omnienv.core.errors import WorkerLostError
+    from omnienv.server.supervisor import bind, serve_workers
+
+    try:
+        sock = bind(host, port)
+    except OSError as exc:
+        raise fail(f"cannot listen on {host}:{port}: {exc}") from None
+    try:
+        _announce(name, config, host, sock.getsockname()[1], allow_host)
+        console.print(f"{workers} workers, {config.max_sessions} sessions at most in all", soft_wrap=True)
+        serve_workers(partial(create_app, env), config, sock, workers, log_level=log_level)
+    except WorkerLostError as exc:
+        errors.print(f"[bold red]error:[/] {exc.message}", markup=True, highlight=False)
+        raise typer.Exit(1) from None
+    finally:
+        sock.close()
 
 
 def _serve_image(image: str, port: int, options: list[str], variables: dict[str, str]) -> None:

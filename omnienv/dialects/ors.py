@@ -217,7 +217,7 @@ class OrsRouter:
 
     async def create_session(self, request: Request) -> Response:
         """Mint an id only: the environment is made by ``/create``, when the task is known."""
-        sid = str(uuid.uuid4())
+        sid = self.manager.new_id()  # with --workers N, one this worker owns: /create comes back here
         now = time.monotonic()
         minted = self.minted
         minted[sid] = now

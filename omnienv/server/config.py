@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from omnienv.protocol.codec import DEFAULT_MAX_MESSAGE_BYTES
 from omnienv.server.origins import check_allowed
+from omnienv.server.workers import WorkerPlace
 
 __all__ = ["ServerConfig"]
 
@@ -43,6 +44,9 @@ class ServerConfig:
     (any port), ``name:port``, or ``*``. A server bound to 0.0.0.0 needs the names clients use."""
     allow_origins: tuple[str, ...] = ()
     """Browser origins allowed besides loopback ones (``--allow-origin``): ``scheme://host[:port]`` or ``*``."""
+    place: WorkerPlace | None = None
+    """Which worker process of a ``--workers N`` server this app runs in (set by the supervisor,
+    :mod:`omnienv.server.supervisor`): its sessions get ids it owns. None: the server's only process."""
 
     def __post_init__(self) -> None:
         if self.max_sessions < 1:

@@ -7,6 +7,7 @@ both transports; errors carry the same codes, with a matching HTTP status.
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -126,6 +127,22 @@ def http_routes(manager: SessionManager, handler: Handler) -> list[Route]:
 
         return endpoint
 
+    async def worker_health(request: HTTPRequest) -> Response:
+        """A ``--workers N`` server's health is the answering worker's: its place, its process, and
+        the sessions it holds against its share of ``--max-sessions``."""
+        place = manager.config.place
+        assert place is not None
+        return _json(
+            {
+                "status": "healthy",
+                "worker": place.index,
+                "workers": place.count,
+                "pid": os.getpid(),
+                "sessions": manager.used,
+                "max_sessions": manager.config.max_sessions,
+            }
+        )
+
     async def splits(request: HTTPRequest) -> Response:
         return _json({"env": env_class.name, "splits": list(env_class.splits)})
 
@@ -212,7 +229,7 @@ def http_routes(manager: SessionManager, handler: Handler) -> list[Route]:
         return _json(state.to_dict())
 
     return [
-        Route("/health", constant(healthy), methods=["GET"]),
+        Route("/health", constant(healthy) if manager.config.place is None else worker_health, methods=["GET"]),
         Route("/metadata", constant(metadata), methods=["GET"]),
         Route("/schema", constant(schemas), methods=["GET"]),
         Route("/openapi.json", constant(spec), methods=["GET"]),

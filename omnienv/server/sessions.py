@@ -163,9 +163,15 @@ class SessionManager:
             env = await self.new_env()
         finally:
             self._opening -= 1
-        session = Session(str(uuid.uuid4()), env, owned, family)
+        session = Session(self.new_id(), env, owned, family)
         self.sessions[session.id] = session
         return session
+
+    def new_id(self) -> str:
+        """A fresh session name (a uuid4); on a ``--workers N`` server one that this worker owns,
+        so that every later request naming it is routed here (:mod:`omnienv.server.workers`)."""
+        place = self.config.place
+        return str(uuid.uuid4()) if place is None else place.mint()
 
     @asynccontextmanager
     async def scratch(self) -> AsyncIterator[AsyncEnv]:
