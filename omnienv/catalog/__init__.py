@@ -7,10 +7,12 @@ an ordinary omnienv environment class, made on first load by its source's module
 serves it unchanged. What the catalog holds is read from ``manifest.json`` without importing any
 of those libraries.
 
-OpenEnv environments load by what they are, not from the manifest: ``openenv/<module>:<Class>``
-(:mod:`~omnienv.catalog.openenv`, in-process) or ``openenv+http://host:port``
-(:mod:`~omnienv.catalog.openenv_remote`, a server over its ``/ws``), or by a name given with
-``omnienv import`` (:mod:`~omnienv.catalog.imports`).
+Imported environments load by what they are, not from the manifest: an OpenEnv class
+``openenv/<module>:<Class>`` (:mod:`~omnienv.catalog.openenv`, in-process) or server
+``openenv+http://host:port`` (:mod:`~omnienv.catalog.openenv_remote`, over its ``/ws``), an ORS
+server ``ors+http://host:port`` (:mod:`~omnienv.catalog.ors`), a Verifiers environment module
+``verifiers/<module>`` (:mod:`~omnienv.catalog.verifiers`, classic or v1), or a name given to
+any of them with ``omnienv import`` (:mod:`~omnienv.catalog.imports`).
 """
 
 from omnienv.catalog.manifest import SOURCES, CatalogEntry, MissingLibraryError, Source, entries, find, load, suggest

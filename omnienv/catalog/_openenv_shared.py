@@ -3,9 +3,8 @@ observation written out as text, and the episode plumbing.
 
 OpenEnv tools are known by their JSON Schema alone (an MCP ``input_schema``, or the Action model's
 schema), and only once the environment runs, so the omnienv tools are built from those schemas when
-the class is made: arguments are checked against the schema (an unknown argument is named in the
-error the agent reads), and the tool function carries a real signature so dialects that read Python
-signatures (TRL, Verifiers) see typed parameters.
+the class is made (:func:`~omnienv.catalog._schema_tool.schema_tool`, which the other importers use
+too).
 
 Both backends speak in OpenEnv's wire shape, ``{"observation": {...}, "reward": r, "done": d}``: an
 in-process environment's Observation is dumped to it, a server sends it. What the agent reads is
@@ -17,16 +16,13 @@ observation has nothing else to say.
 from __future__ import annotations
 
 import copy
-import inspect
 import json
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-import jsonschema
-from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
-
 from omnienv.catalog._foreign import DEFAULT_SPLITS, seed_tasks
+from omnienv.catalog._schema_tool import schema_tool
 from omnienv.core import Environment, Task, ToolError, ToolResult, ToolSpec
 
 __all__ = ["OpenEnvBase", "Payload", "render", "schema_tool", "tool_specs"]
@@ -37,100 +33,6 @@ Payload = dict[str, Any]
 DEFAULT_MAX_TURNS = 50
 """OpenEnv environments often never end by themselves (an echo); the contract needs a limit."""
 SHOWN_METADATA = ("error", "message")
-_JSON_TYPES: dict[str, Any] = {"string": str, "integer": int, "number": float, "boolean": bool}
-
-
-class _Absent:
-    """An optional argument the agent left out: dropped before the call, never sent as null."""
-
-    def __copy__(self) -> _Absent:
-        return self
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> _Absent:
-        return self
-
-    def __repr__(self) -> str:
-        return "<absent>"
-
-
-ABSENT = _Absent()
-
-
-class _SchemaArguments(BaseModel):
-    """Arguments checked against the tool's own JSON Schema, before pydantic forbids extras."""
-
-    model_config = ConfigDict(extra="forbid", populate_by_name=False, arbitrary_types_allowed=True)
-    json_validator: ClassVar[Any] = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _against_schema(cls, data: Any) -> Any:
-        if isinstance(data, Mapping) and cls.json_validator is not None:
-            error = jsonschema.exceptions.best_match(cls.json_validator.iter_errors(dict(data)))
-            if error is not None and error.validator != "additionalProperties":
-                where = ".".join(str(part) for part in error.absolute_path)
-                raise ValueError(f"{where}: {error.message}" if where else error.message)
-        return data
-
-
-def _hint(prop: Mapping[str, Any]) -> Any:
-    kind = prop.get("type")
-    if kind == "array":
-        return list
-    if kind == "object":
-        return dict
-    return _JSON_TYPES.get(kind, Any) if isinstance(kind, str) else Any
-
-
-def schema_tool(
-    name: str, description: str, schema: Mapping[str, Any], handler: Callable[[Any, dict[str, Any]], Any]
-) -> ToolSpec:
-    """A tool named ``name`` whose arguments follow ``schema``; a call runs ``handler(env, arguments)``."""
-    parameters = {k: copy.deepcopy(v) for k, v in schema.items() if k not in ("title", "$schema")}
-    parameters["type"] = "object"
-    properties: dict[str, Any] = parameters.setdefault("properties", {})
-    for prop in properties.values():
-        if isinstance(prop, dict):
-            prop.pop("title", None)
-    required = set(parameters.get("required") or ())
-    fields: dict[str, Any] = {}
-    renamed: list[tuple[str, str]] = []
-    params: list[inspect.Parameter] = []
-    for position, (key, prop) in enumerate(properties.items()):
-        prop = prop if isinstance(prop, Mapping) else {}
-        default = ... if key in required else copy.deepcopy(prop.get("default", ABSENT))
-        field_name = f"argument_{position}"
-        renamed.append((field_name, key))
-        fields[field_name] = (Any, Field(default, alias=key))
-        if key.isidentifier():
-            params.append(
-                inspect.Parameter(
-                    key,
-                    inspect.Parameter.KEYWORD_ONLY,
-                    annotation=_hint(prop),
-                    default=inspect.Parameter.empty if default is ... else prop.get("default"),
-                )
-            )
-    model = create_model(f"OpenEnv_{name}_arguments", __base__=_SchemaArguments, **fields)
-    model.json_validator = jsonschema.Draft202012Validator(parameters)
-
-    def call(self: Any, **arguments: Any) -> Any:
-        return handler(self, {k: v for k, v in arguments.items() if v is not ABSENT})
-
-    call.__name__ = call.__qualname__ = name
-    call.__doc__ = description
-    call.__annotations__ = {p.name: p.annotation for p in params}
-    receiver = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    call.__signature__ = inspect.Signature([receiver, *params])  # type: ignore[attr-defined]
-    return ToolSpec(
-        name=name,
-        description=description or f"Call the environment's '{name}' tool.",
-        parameters=parameters,
-        function=call,
-        is_async=False,
-        arguments_model=model,
-        renamed=tuple(renamed),
-    )
 
 
 def _text(value: Any) -> str:

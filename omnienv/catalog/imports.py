@@ -1,10 +1,13 @@
-"""Imported environments: names given to OpenEnv classes and servers, kept in a small JSON file.
+"""Imported environments: names given to foreign environments, kept in a small JSON file.
 
-``omnienv import openenv TARGET --name NAME`` writes ``NAME -> TARGET`` to ``imports.json`` in the
-user's config directory (``$XDG_CONFIG_HOME/omnienv``, default ``~/.config/omnienv``), so every
-command that takes an environment name (serve, check, rollout...) finds it, and ``omnienv list``
-shows it. Targets are the importers' own names: ``openenv/<module>:<Class>`` or
-``openenv+http://host:port``; they resolve without a registration too.
+``omnienv import openenv|ors|verifiers TARGET --name NAME`` writes ``NAME -> TARGET`` to
+``imports.json`` in the user's config directory (``$XDG_CONFIG_HOME/omnienv``, default
+``~/.config/omnienv``), so every command that takes an environment name (serve, check,
+rollout...) finds it, and ``omnienv list`` shows it. Targets are the importers' own names:
+``openenv/<module>:<Class>``, ``openenv+http://host:port``, ``ors+http://host:port[#env]`` or
+``verifiers/<module>``; they resolve without a registration too. A record may also hold the
+arguments the target is built with (a Verifiers module's ``load_environment`` arguments) and the
+version the source had when it was imported.
 """
 
 from __future__ import annotations
@@ -48,10 +51,11 @@ def _write(imports: dict[str, dict[str, Any]]) -> None:
     partial.replace(path)  # atomic: a reader never sees half a file
 
 
-def add(name: str, source: str, target: str) -> None:
-    """Register ``target`` (of importer ``source``) under ``name``, replacing any earlier one."""
+def add(name: str, source: str, target: str, **details: Any) -> None:
+    """Register ``target`` (of importer ``source``) under ``name``, replacing any earlier one;
+    ``details`` (``args``, ``version``) are kept with it."""
     imports = imported()
-    imports[name] = {"source": source, "target": target}
+    imports[name] = {"source": source, "target": target, **{k: v for k, v in details.items() if v is not None}}
     _write(imports)
 
 
@@ -65,11 +69,14 @@ def remove(name: str) -> bool:
 
 
 def is_import_target(name: str) -> bool:
-    """Whether ``name`` is spelled as an importer's target (``openenv/m:C``, ``openenv+http://...``)."""
+    """Whether ``name`` is spelled as an importer's target (``openenv/m:C``, ``openenv+http://...``,
+    ``ors+http://...``, ``verifiers/<module>``)."""
     from omnienv.catalog.openenv import is_openenv_name
     from omnienv.catalog.openenv_remote import is_openenv_url
+    from omnienv.catalog.ors import is_ors_url
+    from omnienv.catalog.verifiers import is_verifiers_name
 
-    return is_openenv_name(name) or is_openenv_url(name)
+    return is_openenv_name(name) or is_openenv_url(name) or is_ors_url(name) or is_verifiers_name(name)
 
 
 def resolves(name: str) -> bool:
@@ -79,7 +86,16 @@ def resolves(name: str) -> bool:
 
 def load_target(name: str) -> type[EnvironmentBase]:
     """The environment class for a target or a registered import's name."""
-    target = name if is_import_target(name) else imported().get(name, {}).get("target", "")
+    record = {"target": name} if is_import_target(name) else imported().get(name, {})
+    target = str(record.get("target", ""))
+    if target.startswith("ors+"):
+        from omnienv.catalog.ors import environment as ors
+
+        return ors(target)
+    if target.startswith("verifiers/"):
+        from omnienv.catalog.verifiers import environment as verifiers
+
+        return verifiers(target, json.dumps(record.get("args") or {}, sort_keys=True))
     if target.startswith("openenv/"):
         from omnienv.catalog.openenv import environment
 
@@ -88,4 +104,4 @@ def load_target(name: str) -> type[EnvironmentBase]:
         from omnienv.catalog.openenv_remote import environment as remote
 
         return remote(target)
-    raise UnknownEnvironmentError(f"'{name}' is not an imported environment (see `omnienv list --source openenv`)")
+    raise UnknownEnvironmentError(f"'{name}' is not an imported environment (see the imported names in `omnienv list`)")

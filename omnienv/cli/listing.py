@@ -49,12 +49,15 @@ def imported_rows(source: str | None = None) -> list[dict[str, Any]]:
     for name, record in imports.imported().items():
         if source is not None and record.get("source") != source:
             continue
-        try:
-            version = importlib.metadata.version(str(record.get("source")))
-        except importlib.metadata.PackageNotFoundError:
-            version = "-"
+        version = record.get("version")
+        if version is None:  # not recorded at import: the source's package here, if any
+            try:
+                version = importlib.metadata.version(str(record.get("source")))
+            except importlib.metadata.PackageNotFoundError:
+                version = "-"
         target = str(record.get("target", ""))
-        offline = not target.startswith("openenv+") or "//127.0.0.1" in target or "//localhost" in target
+        remote = target.startswith(("openenv+", "ors+"))
+        offline = not remote or "//127.0.0.1" in target or "//localhost" in target
         rows.append(
             {
                 "name": name,
@@ -70,7 +73,7 @@ def imported_rows(source: str | None = None) -> list[dict[str, Any]]:
     return rows
 
 
-IMPORTERS = ("openenv",)
+IMPORTERS = ("openenv", "ors", "verifiers")
 
 
 def list_envs(

@@ -16,6 +16,9 @@ import typer
 
 __all__ = ["app", "main"]
 
+app: typer.Typer
+"""Every command (built on first use by :func:`whole_app`): for ``--help`` listings and tests."""
+
 HELP = "Write an RL environment once; play it, roll it out, check it and serve it everywhere."
 COMMANDS = {
     "list": "omnienv.cli.listing:list_envs",
