@@ -18,7 +18,6 @@ import contextlib
 import json
 import os
 import secrets
-import select
 import signal
 import subprocess
 import threading
@@ -30,6 +29,7 @@ from omnienv.sandboxes.bubblewrap import HOME, Limits
 from omnienv.sandboxes.cells import OutputLimits
 from omnienv.sandboxes.jupyter.errors import KernelDiedError, SandboxStartError
 from omnienv.sandboxes.jupyter.packages import KERNEL_PACKAGES, SITE, KernelView, kernel_view
+from omnienv.sandboxes.polling import wait
 from omnienv.sandboxes.sandbox import Sandbox, process_tree
 
 __all__ = ["KERNEL_ENV", "PREFIX", "RUN", "SandboxedKernel", "kernel_limits"]
@@ -191,7 +191,7 @@ class SandboxedKernel:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise SandboxStartError(f"the kernel did not become ready within {timeout:g} s; log: {self.log_tail()}")
-            readable, _, _ = select.select(watched, [], [], min(remaining, 0.5))
+            readable, _ = wait(watched, (), min(remaining, 0.5))
             if self._log_fd in readable and self._read_log() is False:
                 watched.remove(self._log_fd)
             if ready in readable:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import select
 import shlex
 import shutil
 import subprocess
@@ -31,6 +30,7 @@ from pathlib import Path
 
 from omnienv.sandboxes.bubblewrap import LAUNCH_ENV
 from omnienv.sandboxes.desktop import DisplayError
+from omnienv.sandboxes.polling import wait
 
 __all__ = ["REQUIRED_PROGRAMS", "XServer", "missing_programs"]
 
@@ -48,7 +48,7 @@ def _read_display_number(fd: int, process: subprocess.Popen[bytes], deadline: fl
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise DisplayError("Xvfb did not report a display number in time")
-        ready, _, _ = select.select([fd], [], [], min(remaining, 0.5))
+        ready, _ = wait([fd], (), min(remaining, 0.5))
         if ready:
             chunk = os.read(fd, 64)
             if not chunk:

@@ -15,7 +15,6 @@ import base64
 import contextlib
 import fcntl
 import os
-import select
 import shlex
 import subprocess
 import threading
@@ -25,6 +24,7 @@ from collections.abc import Callable
 
 from omnienv.core.errors import ToolError
 from omnienv.sandboxes.desktop import CommandResult
+from omnienv.sandboxes.polling import wait
 
 __all__ = ["OUTPUT_LIMIT", "SandboxShell"]
 
@@ -99,7 +99,7 @@ class SandboxShell:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise TimeoutError
-            readable, writable, _ = select.select([stdout], [stdin] if pending else [], [], min(remaining, 0.1))
+            readable, writable = wait([stdout], [stdin] if pending else [], min(remaining, 0.1))
             if writable:
                 try:
                     pending = pending[os.write(stdin, pending) :]

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-import select
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from omnienv.sandboxes.desktop import Window
+from omnienv.sandboxes.polling import wait
 
 __all__ = ["client_pids", "configure", "list_windows", "read_selection", "wait_managed"]
 
@@ -129,7 +129,7 @@ def _convert(d: Any, helper: Any, target: int, deadline: float) -> str | None:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return None
-        select.select([d.fileno()], [], [], remaining)
+        wait([d.fileno()], (), remaining)
 
 
 def configure(d: Any, window_id: int, x: int, y: int, width: int, height: int) -> None:
@@ -156,7 +156,7 @@ def wait_managed(d: Any, deadline: float, alive: Callable[[], bool]) -> bool:
                 while d.pending_events():
                     if d.next_event().type == X.ReparentNotify:
                         return True
-                select.select([d.fileno()], [], [], max(0.0, min(0.02, patience - time.monotonic())))
+                wait([d.fileno()], (), max(0.0, min(0.02, patience - time.monotonic())))
         finally:
             probe.destroy()
             d.sync()
