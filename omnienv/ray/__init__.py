@@ -4,9 +4,10 @@
   server, with every session's environment on a host actor, least loaded first.
 - :class:`EnvPool`: a batch of environments for trainers that use Ray directly.
 
-Each actor hosts many sessions. An actor that dies fails only its own sessions, with
-:class:`~omnienv.core.WorkerLostError`; new sessions go to live actors. Needs the ``ray`` extra
-(``pip install 'omnienv[ray]'``); the front server also needs the ``server`` extra.
+Each actor hosts many sessions; the actors are spread over the cluster's nodes. An actor that
+dies (or its node) fails only its own sessions, with :class:`~omnienv.core.WorkerLostError` and
+the failure flag; it is replaced at once, and new sessions go to live actors. Needs the ``ray``
+extra (``pip install 'omnienv[ray]'``); the front server also needs the ``server`` extra.
 """
 
 from omnienv.ray.cluster import connect, disconnect

@@ -2,8 +2,10 @@
 
 An actor per session would cost a worker process per session (hundreds of MB each); one actor
 holds a dict of environment instances instead, so a cluster hosts thousands of sessions on a few
-processes. Its methods are coroutines (an async actor): non-blocking environments such as Wordle
-run inline on the actor's event loop, blocking ones in the actor's own bounded thread pool.
+processes. Its methods are coroutines (an async actor): blocking environments run in the
+actor's own bounded thread pool, async ones on its event loop. Synchronous non-blocking ones
+(Wordle) get a plain single-threaded actor instead (:class:`InlineEnvHost`): same code, no loop.
+Between processes a batch of calls and its replies travel as one pickled ``bytes`` each.
 
 Every method answers a :data:`Reply` instead of raising, so that an environment's own error (an
 ``OmniEnvError``) reaches the caller as the same typed exception, and a batch answers per item.
@@ -13,8 +15,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+import pickle
+import sys
+from collections.abc import Coroutine
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, TypeVar
 
 from omnienv.core.adapters import AsyncEnv, as_async
 from omnienv.core.env import AsyncEnvironment, EnvironmentBase
@@ -23,10 +28,13 @@ from omnienv.core.registry import load_environment
 from omnienv.core.tasks import Task
 from omnienv.core.types import ToolCall
 
-__all__ = ["EnvHost", "Reply", "unwrap"]
+__all__ = ["Call", "EnvHost", "InlineEnvHost", "Reply", "encode", "host_class", "is_inline", "unwrap"]
 
+T = TypeVar("T")
 Reply: TypeAlias = tuple[bool, Any]
 """``(True, value)`` or ``(False, OmniEnvError)``: plain data, cheap to ship back."""
+Call: TypeAlias = tuple[str, str, tuple[Any, ...]]
+"""``(method, session key, args)``: one session's call in a batch."""
 
 
 _SESSION_METHODS = frozenset({"open", "start", "reset", "step", "end", "state", "close"})
@@ -57,6 +65,9 @@ class EnvHost:
         self.env_class = load_environment(env) if isinstance(env, str) else env
         cls = self.env_class
         self.blocking = not issubclass(cls, AsyncEnvironment) and cls.blocking
+        self.inline = is_inline(cls)
+        """A synchronous, non-blocking environment (Wordle): its calls finish without ever
+        suspending, so a batch runs them one after the other instead of one task each."""
         workers = threads or min(32, (os.cpu_count() or 1) + 4)
         self.executor = ThreadPoolExecutor(workers, "omnienv-host") if self.blocking else None
         self.envs: dict[str, AsyncEnv] = {}
@@ -138,22 +149,21 @@ class EnvHost:
 
     # -- batches: one actor call for many sessions --------------------------------------------
 
-    async def reset_many(self, items: list[tuple[str, Task | str | None, int | None]]) -> list[Reply]:
-        return list(await asyncio.gather(*(self.reset(key, task, seed) for key, task, seed in items)))
-
-    async def step_many(self, items: list[tuple[str, ToolCall]]) -> list[Reply]:
-        return list(await asyncio.gather(*(self.step(key, call) for key, call in items)))
-
-    async def state_many(self, keys: list[str]) -> list[Reply]:
-        return list(await asyncio.gather(*(self.state(key) for key in keys)))
-
-    async def close_many(self, keys: list[str]) -> list[Reply]:
-        return list(await asyncio.gather(*(self.close(key) for key in keys)))
-
-    async def call_many(self, calls: list[tuple[str, str, tuple[Any, ...]]]) -> list[Reply]:
+    async def call_many(self, calls: list[Call]) -> list[Reply]:
         """Many sessions' calls in one actor call (``(method, key, args)`` each), run concurrently:
-        the front server coalesces the calls of one event-loop turn into one of these."""
+        the front server coalesces the calls of one event-loop turn into one of these.
+
+        Calls that cannot suspend (an ``inline`` environment's) run in order, which is the same
+        thing without a task per call; the others run as concurrent tasks, so that one slow
+        call does not hold up the rest of its batch."""
+        if self.inline:
+            return [await self._dispatch(method, key, args) for method, key, args in calls]
         return list(await asyncio.gather(*(self._dispatch(method, key, args) for method, key, args in calls)))
+
+    async def call_blob(self, blob: bytes) -> bytes:
+        """:meth:`call_many` on a pickled batch, answering the pickled replies: the form batches
+        take between processes (:func:`encode`)."""
+        return encode(await self.call_many(pickle.loads(blob)))
 
     async def _dispatch(self, method: str, key: str, args: tuple[Any, ...]) -> Reply:
         if method not in _SESSION_METHODS:
@@ -163,5 +173,71 @@ class EnvHost:
     # -- introspection ------------------------------------------------------------------------
 
     async def info(self) -> dict[str, Any]:
-        """Where this host runs and how many sessions it holds (for operators and tests)."""
-        return {"pid": os.getpid(), "sessions": len(self.envs), "env": self.env_class.name}
+        """Where this host runs and how many sessions it holds (for operators and tests): its
+        process, and on a Ray actor its node's id and address."""
+        return {"pid": os.getpid(), "sessions": len(self.envs), "env": self.env_class.name, **_ray_node()}
+
+
+class InlineEnvHost:
+    """The host of an ``inline`` environment (synchronous and non-blocking, like Wordle) as a
+    plain, single-threaded Ray actor.
+
+    Its calls never suspend, so an event loop would only add cost: Ray hands an async actor's
+    every call from the thread that receives it to the loop's thread and back, which on a small
+    machine costs more than a batch of Wordle steps. This runs :class:`EnvHost`'s own coroutines
+    to their end in the calling thread instead (same code, same replies).
+    """
+
+    def __init__(self, env: type[EnvironmentBase] | str, threads: int = 0) -> None:
+        self.host = EnvHost(env, threads)
+        if not self.host.inline:
+            raise TypeError(f"{self.host.env_class.name} can block or suspend: host it on an EnvHost")
+
+    def call_blob(self, blob: bytes) -> bytes:
+        calls: list[Call] = pickle.loads(blob)
+        return encode([_run_now(self.host._dispatch(method, key, args)) for method, key, args in calls])
+
+    def info(self) -> dict[str, Any]:
+        return _run_now(self.host.info())
+
+
+def host_class(env_class: type[EnvironmentBase]) -> type[EnvHost] | type[InlineEnvHost]:
+    """The actor class that hosts ``env_class``: :class:`InlineEnvHost` for an environment whose
+    calls never block nor suspend, :class:`EnvHost` (an async actor) for the others."""
+    return InlineEnvHost if is_inline(env_class) else EnvHost
+
+
+def is_inline(env_class: type[EnvironmentBase]) -> bool:
+    """Whether ``env_class`` is synchronous and non-blocking: its calls finish without suspending."""
+    return not issubclass(env_class, AsyncEnvironment) and not env_class.blocking
+
+
+def encode(value: Any) -> bytes:
+    """Pickle a batch of calls or replies into one ``bytes``, with Ray's cloudpickle (it pickles by
+    value what the other side cannot import, as Ray would). Ray then ships a single bytes object
+    instead of walking every item with its own serializer, which costs far more per call."""
+    from ray import cloudpickle
+
+    return bytes(cloudpickle.dumps(value, protocol=5))
+
+
+def _run_now(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine that cannot suspend to its end, right here."""
+    try:
+        coroutine.send(None)
+    except StopIteration as done:
+        return done.value
+    coroutine.close()
+    raise RuntimeError("an inline environment's call suspended: its class should say blocking = True")
+
+
+def _ray_node() -> dict[str, str]:
+    """The Ray node this process hosts an actor on; nothing when it is no Ray actor (in-process
+    use never imports Ray for this)."""
+    ray = sys.modules.get("ray")
+    if ray is None or not ray.is_initialized():
+        return {}
+    context = ray.get_runtime_context()
+    if context.get_actor_id() is None:
+        return {}
+    return {"node_id": context.get_node_id(), "node_ip": ray.util.get_node_ip_address()}

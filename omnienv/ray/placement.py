@@ -2,24 +2,40 @@
 
 The front process is the only one placing sessions on its actors, so it counts their sessions
 itself: placing costs no round trip. An actor that dies is marked lost the first time a call to
-it fails; it gets no new sessions, and the sessions it held fail with ``WorkerLostError``.
+it fails; it gets no new sessions, the sessions it held fail with ``WorkerLostError``, and a
+replacement actor is started at once so that the pool's capacity comes back. A replacement gets
+sessions from the moment it answers (Ray schedules it wherever the cluster has room; it waits
+there for room if there is none). The front never waits for it on the hot path.
+
+Host actors ask Ray to ``SPREAD`` them over the cluster's nodes (Ray's default packs actors onto
+the node it is called from): losing one node then costs only that node's share of the sessions.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import ray
+from ray.exceptions import RayError
 
 from omnienv.core.env import EnvironmentBase
 from omnienv.core.errors import WorkerLostError
 from omnienv.core.registry import load_environment
-from omnienv.ray.host import EnvHost
+from omnienv.ray.host import host_class, is_inline
 
 __all__ = ["Host", "HostPool", "actor_options"]
+
+logger = logging.getLogger("omnienv.ray")
+
+_START_FAILURES = 3
+"""Replacements that die before answering, in a row, after which the pool stops replacing: an
+actor that cannot start (its environment's module fails to import there, say) would otherwise be
+restarted forever."""
 
 
 @dataclass(eq=False)
@@ -28,19 +44,48 @@ class Host:
 
     index: int
     actor: Any
-    """The ``ray.actor.ActorHandle`` of an ``EnvHost`` (Any: Ray types only ``@ray.method`` calls)."""
+    """The ``ray.actor.ActorHandle`` of an ``EnvHost`` or ``InlineEnvHost`` (Any: Ray types only
+    ``@ray.method`` calls)."""
     sessions: int = 0
     alive: bool = True
     death: str = field(default="")
+    node_id: str = ""
+    """The Ray node the actor runs on (hex id), known once it answered."""
+    node_ip: str = ""
+    pid: int = 0
     batcher: Any = field(default=None, repr=False)
     """Coalesces this actor's calls per event-loop turn (set by :mod:`omnienv.ray.remote`)."""
+
+    def learn(self, info: Mapping[str, Any]) -> None:
+        """Record where the actor runs, from its :meth:`EnvHost.info` answer."""
+        self.node_id = str(info.get("node_id") or "")
+        self.node_ip = str(info.get("node_ip") or "")
+        self.pid = int(info.get("pid") or 0)
+
+    def where(self) -> str:
+        """``actor 0: node 1a2b3c4d5e6f (10.0.0.2), pid 4242`` (for operators' logs)."""
+        node = f"node {self.node_id[:12]} ({self.node_ip})" if self.node_id else "node unknown"
+        return f"actor {self.index}: {node}, pid {self.pid}"
 
 
 def actor_options(env_class: type[EnvironmentBase], options: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Resource requests for one host actor: ``num_cpus=1`` unless the environment class (a
     ``ray_options`` class attribute, e.g. ``{"num_cpus": 2, "memory": 2 << 30}`` for a desktop)
-    or the caller says otherwise; the caller wins."""
-    merged: dict[str, Any] = {"num_cpus": 1, "max_concurrency": 10_000}
+    or the caller says otherwise; the caller wins.
+
+    The defaults also spread the actors over the nodes (``scheduling_strategy="SPREAD"``) and
+    turn off Ray's per-task event records (``enable_task_events=False``): a host actor runs a call
+    per batch of steps, thousands a second, and recording each one for Ray's dashboard costs the
+    GCS and both processes about a tenth of the call. An async host takes any number of calls at
+    once (``max_concurrency``); an inline one (:class:`~omnienv.ray.host.InlineEnvHost`) one at a
+    time, its calls never wait on anything.
+    """
+    merged: dict[str, Any] = {
+        "num_cpus": 1,
+        "max_concurrency": 1 if is_inline(env_class) else 10_000,
+        "scheduling_strategy": "SPREAD",
+        "enable_task_events": False,
+    }
     merged.update(getattr(env_class, "ray_options", None) or {})
     merged.update(options or {})
     return merged
@@ -51,7 +96,8 @@ class HostPool:
 
     ``actors=None`` starts one per CPU the cluster has (divided by the per-actor ``num_cpus``).
     ``options`` are ``ray.remote`` actor options (``num_cpus``, ``num_gpus``, ``memory``,
-    ``resources``, ``scheduling_strategy``...). Call :meth:`shutdown` when done.
+    ``resources``, ``scheduling_strategy``...). ``replace=False`` leaves a dead actor's place
+    empty (the pool shrinks). Call :meth:`shutdown` when done.
     """
 
     def __init__(
@@ -62,6 +108,7 @@ class HostPool:
         options: Mapping[str, Any] | None = None,
         threads: int = 0,
         ready_timeout: float = 120.0,
+        replace: bool = True,
     ) -> None:
         if not ray.is_initialized():
             raise RuntimeError("Ray is not running here: call omnienv.ray.connect() (or ray.init) first")
@@ -73,9 +120,24 @@ class HostPool:
             actors = max(1, int(cpus // per_actor))
         if actors < 1:
             raise ValueError("a HostPool needs at least one actor")
-        remote_class = ray.remote(EnvHost).options(**self.options)
-        self.hosts = [Host(i, remote_class.remote(self.env_class, threads)) for i in range(actors)]
+        self.replace = replace
+        self.closed = False
+        self.replaced = 0
+        """Replacement actors started so far (for operators and tests)."""
+        self.starting: list[tuple[Any, Host]] = []
+        """Replacements started but not answering yet: each with the reference of its first answer."""
+        self._start_failures = 0
+        self._spawned = 0
+        self._threads = threads
+        self._remote_class = ray.remote(host_class(self.env_class)).options(**self.options)
+        self.hosts: list[Host] = []
+        for _ in range(actors):
+            self.hosts.append(self._spawn())
         self.wait_ready(ready_timeout)
+
+    def _spawn(self) -> Host:
+        self._spawned += 1
+        return Host(self._spawned - 1, self._remote_class.remote(self.env_class, self._threads))
 
     def wait_ready(self, timeout: float) -> None:
         """Block until every actor answers; raise if one cannot be scheduled in time."""
@@ -92,11 +154,11 @@ class HostPool:
                 )
             done, _ = ray.wait(list(pending), num_returns=len(pending), timeout=min(left, 1.0))
             for ref in done:
-                ray.get(ref)
-                pending.pop(ref)
+                pending.pop(ref).learn(ray.get(ref))
 
     @property
     def live(self) -> list[Host]:
+        self.admit()
         return [host for host in self.hosts if host.alive]
 
     @property
@@ -107,8 +169,10 @@ class HostPool:
         """The live host with the fewest sessions, charged with one more."""
         live = self.live
         if not live:
+            starting = f"; {len(self.starting)} replacement(s) are starting" if self.starting else ""
             raise WorkerLostError(
-                f"every Ray actor hosting {self.env_class.name} has died; restart the server or the pool"
+                f"every Ray actor hosting {self.env_class.name} has died{starting}: retry later, or restart "
+                "the server or the pool"
             )
         host = min(live, key=lambda h: h.sessions)
         host.sessions += 1
@@ -118,18 +182,85 @@ class HostPool:
         host.sessions = max(0, host.sessions - 1)
 
     def lost(self, host: Host, reason: object) -> WorkerLostError:
-        """Mark ``host`` dead (once) and return the error its sessions fail with."""
+        """Mark ``host`` dead (once), start its replacement, and return the error its sessions
+        fail with."""
         if host.alive:
             host.alive = False
             host.death = str(reason).strip().splitlines()[0] if str(reason).strip() else type(reason).__name__
+            if self.replace and not self.closed:
+                self._start_replacement()
+                logger.warning("%s died (%s); its sessions fail, a replacement is starting", host.where(), host.death)
         return WorkerLostError(
             f"the Ray actor hosting this session died ({host.death}); the episode is void (flagged as "
             "failed): call reset() to continue on a live actor"
         )
 
+    # -- replacements -------------------------------------------------------------------------
+
+    def _start_replacement(self) -> None:
+        host = self._spawn()
+        self.starting.append((host.actor.info.remote(), host))
+        self.replaced += 1
+
+    def admit(self) -> None:
+        """Let the replacements that answered take sessions (costs nothing when none is starting).
+
+        A replacement that died before answering is replaced in turn, up to a few in a row.
+        """
+        if not self.starting:
+            return
+        refs = [ref for ref, _ in self.starting]
+        done, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
+        if not done:
+            return
+        answered, waiting, retries = set(done), [], 0
+        for ref, host in self.starting:
+            if ref not in answered:
+                waiting.append((ref, host))
+                continue
+            try:
+                host.learn(ray.get(ref))
+            except RayError as exc:  # it died on the way, or could not start there at all
+                self._start_failures += 1
+                retry = self._start_failures < _START_FAILURES
+                retries += retry
+                logger.warning(
+                    "a replacement Ray actor died before answering (%s); %s",
+                    str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__,
+                    "starting another" if retry else f"{_START_FAILURES} in a row: no more replacements",
+                )
+                continue
+            self._start_failures = 0
+            self.hosts.append(host)
+            logger.warning("replacement %s takes sessions", host.where())
+        self.starting = waiting
+        for _ in range(retries if self.replace and not self.closed else 0):
+            self._start_replacement()
+
+    async def wait_live(self, timeout: float) -> None:
+        """Wait (without blocking the event loop) until a replacement answers, or ``timeout``."""
+        if not self.starting:
+            return
+        futures = [asyncio.wrap_future(ref.future()) for ref, _ in self.starting]
+        try:
+            await asyncio.wait(futures, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for future in futures:
+                future.cancel()
+        self.admit()
+
+    def wait_live_blocking(self, timeout: float) -> None:
+        """:meth:`wait_live` for callers without an event loop (:class:`EnvPool`)."""
+        if self.starting:
+            ray.wait([ref for ref, _ in self.starting], num_returns=1, timeout=timeout)
+            self.admit()
+
+    # -- the end ------------------------------------------------------------------------------
+
     def shutdown(self) -> None:
-        """Kill every actor of the pool (their sessions with them)."""
-        for host in self.hosts:
+        """Kill every actor of the pool, replacements still starting included."""
+        self.closed = True
+        for host in [*self.hosts, *(host for _, host in self.starting)]:
             if host.alive:
                 host.alive = False
                 host.death = "the pool was shut down"
@@ -137,6 +268,7 @@ class HostPool:
                 ray.kill(host.actor)
             except Exception:  # already gone
                 pass
+        self.starting = []
 
     def __enter__(self) -> HostPool:
         return self

@@ -8,13 +8,15 @@ place as the ``OmniEnvError`` it is, and the rest of the batch goes on.
 
 An actor that dies turns its environments' items into ``WorkerLostError`` (an
 ``EnvironmentFailure``: mask those episodes, do not score them); their next ``reset`` places
-them on the least loaded live actor.
+them on the least loaded live actor. The pool starts a replacement for the dead actor at once
+(:class:`HostPool`), which takes environments from the moment it answers.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import pickle
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -27,7 +29,7 @@ from omnienv.core.env import EnvironmentBase
 from omnienv.core.errors import EnvironmentFailure, OmniEnvError
 from omnienv.core.tasks import Task
 from omnienv.core.types import Observation, State, StepResult, ToolCall
-from omnienv.ray.host import Reply
+from omnienv.ray.host import Call, Reply, encode
 from omnienv.ray.placement import Host, HostPool
 
 __all__ = ["EnvPool"]
@@ -47,12 +49,12 @@ class _Batch:
 
     def __init__(self, size: int) -> None:
         self.results: list[Any] = [None] * size
-        self.groups: dict[int, tuple[Host, list[int], list[Any]]] = {}
+        self.groups: dict[int, tuple[Host, list[int], list[Call]]] = {}
 
-    def add(self, host: Host, index: int, item: Any) -> None:
+    def add(self, host: Host, index: int, call: Call) -> None:
         group = self.groups.setdefault(host.index, (host, [], []))
         group[1].append(index)
-        group[2].append(item)
+        group[2].append(call)
 
 
 class EnvPool:
@@ -60,7 +62,8 @@ class EnvPool:
 
     Ray must be running (:func:`omnienv.ray.connect`). ``actor_options`` are ``ray.remote`` actor
     options (``num_cpus``, ``memory``, ``resources``...), ``hosts`` an existing
-    :class:`HostPool` to share. Use it as a context manager, or call :meth:`close`.
+    :class:`HostPool` to share. ``replacement_wait`` bounds how long a reset waits for a
+    replacement actor when every actor is dead. Use it as a context manager, or call :meth:`close`.
     """
 
     def __init__(
@@ -71,6 +74,7 @@ class EnvPool:
         num_actors: int | None = None,
         actor_options: Mapping[str, Any] | None = None,
         hosts: HostPool | None = None,
+        replacement_wait: float = 30.0,
     ) -> None:
         if num_envs < 1:
             raise ValueError("an EnvPool needs num_envs >= 1")
@@ -79,6 +83,7 @@ class EnvPool:
         self.env_class = self.hosts.env_class
         self.slots = [_Slot(uuid.uuid4().hex, self.hosts.place()) for _ in range(num_envs)]
         self.closed = False
+        self.replacement_wait = replacement_wait
 
     def __len__(self) -> int:
         return len(self.slots)
@@ -96,17 +101,22 @@ class EnvPool:
         tasks: Sequence[Task | str | None] | None = None,
         envs: Sequence[int] | None = None,
     ) -> list[Outcome[Observation]]:
-        """Start an episode in each of ``envs`` (default: all), with its seed and task."""
-        return self._gather([self._reset_batch(seeds, tasks, envs)])[0]
+        """Start an episode in each of ``envs`` (default: all), with its seed and task.
+
+        An environment whose actor died starts over on the least loaded live actor; when every
+        actor is dead, this waits up to ``replacement_wait`` seconds for a replacement."""
+        if self._stranded(envs):
+            self.hosts.wait_live_blocking(self.replacement_wait)
+        return self._gather(self._reset_batch(seeds, tasks, envs))
 
     def step(
         self, calls: Sequence[ToolCall | None], *, envs: Sequence[int] | None = None
     ) -> list[Outcome[StepResult] | None]:
         """One tool call per environment of ``envs`` (default: all); None skips that one."""
-        return self._gather([self._step_batch(calls, envs)])[0]
+        return self._gather(self._step_batch(calls, envs))
 
     def state(self, envs: Sequence[int] | None = None) -> list[Outcome[State]]:
-        return self._gather([self._state_batch(envs)])[0]
+        return self._gather(self._state_batch(envs))
 
     async def areset(
         self,
@@ -116,6 +126,8 @@ class EnvPool:
         envs: Sequence[int] | None = None,
     ) -> list[Outcome[Observation]]:
         """:meth:`reset` for code running on an event loop."""
+        if self._stranded(envs):
+            await self.hosts.wait_live(self.replacement_wait)
         return await self._agather(self._reset_batch(seeds, tasks, envs))
 
     async def astep(
@@ -134,10 +146,10 @@ class EnvPool:
         batch = _Batch(len(self.slots))
         for i, slot in enumerate(self.slots):
             if slot.host.alive:
-                batch.add(slot.host, i, slot.key)
+                batch.add(slot.host, i, ("close", slot.key, ()))
             self.hosts.release(slot.host)
         try:
-            self._gather([("close_many", batch)])
+            self._gather(batch)
         finally:
             if self._own_hosts:
                 self.hosts.shutdown()
@@ -149,6 +161,13 @@ class EnvPool:
         self.close()
 
     # -- building batches ---------------------------------------------------------------------
+
+    def _stranded(self, envs: Sequence[int] | None) -> bool:
+        """Whether a reset of ``envs`` would need a live actor while none is, but one is starting."""
+        if not self.hosts.starting or self.hosts.live:
+            return False
+        indices = range(len(self.slots)) if envs is None else envs
+        return any(not self.slots[int(i)].host.alive for i in indices if 0 <= int(i) < len(self.slots))
 
     def _indices(self, envs: Sequence[int] | None, count: int | None) -> list[int]:
         if self.closed:
@@ -166,7 +185,7 @@ class EnvPool:
         seeds: Sequence[int | None] | None,
         tasks: Sequence[Task | str | None] | None,
         envs: Sequence[int] | None,
-    ) -> tuple[str, _Batch]:
+    ) -> _Batch:
         indices = self._indices(envs, None)
         for name, values in (("seeds", seeds), ("tasks", tasks)):
             if values is not None and len(values) != len(indices):
@@ -181,10 +200,10 @@ class EnvPool:
                 except OmniEnvError as exc:
                     batch.results[n] = exc
                     continue
-            batch.add(slot.host, n, (slot.key, tasks[n] if tasks else None, seeds[n] if seeds else None))
-        return "reset_many", batch
+            batch.add(slot.host, n, ("reset", slot.key, (tasks[n] if tasks else None, seeds[n] if seeds else None)))
+        return batch
 
-    def _step_batch(self, calls: Sequence[ToolCall | None], envs: Sequence[int] | None) -> tuple[str, _Batch]:
+    def _step_batch(self, calls: Sequence[ToolCall | None], envs: Sequence[int] | None) -> _Batch:
         indices = self._indices(envs, len(calls))
         batch = _Batch(len(indices))
         for n, (i, call) in enumerate(zip(indices, calls, strict=True)):
@@ -196,10 +215,10 @@ class EnvPool:
             if not slot.host.alive:
                 batch.results[n] = self.hosts.lost(slot.host, slot.host.death)
                 continue
-            batch.add(slot.host, n, (slot.key, call))
-        return "step_many", batch
+            batch.add(slot.host, n, ("step", slot.key, (call,)))
+        return batch
 
-    def _state_batch(self, envs: Sequence[int] | None) -> tuple[str, _Batch]:
+    def _state_batch(self, envs: Sequence[int] | None) -> _Batch:
         indices = self._indices(envs, None)
         batch = _Batch(len(indices))
         for n, i in enumerate(indices):
@@ -207,33 +226,34 @@ class EnvPool:
             if not slot.host.alive:
                 batch.results[n] = self.hosts.lost(slot.host, slot.host.death)
                 continue
-            batch.add(slot.host, n, slot.key)
-        return "state_many", batch
+            batch.add(slot.host, n, ("state", slot.key, ()))
+        return batch
 
     # -- running them -------------------------------------------------------------------------
 
-    def _gather(self, batches: list[tuple[str, _Batch]]) -> list[list[Any]]:
+    def _gather(self, batch: _Batch) -> list[Any]:
+        """Send every actor its share of ``batch`` (one call each, all in flight together), then
+        collect the replies in order."""
         calls = [
-            (batch, host, indices, getattr(host.actor, method).remote(items))
-            for method, batch in batches
+            (host, indices, host.actor.call_blob.remote(encode(items)))
             for host, indices, items in batch.groups.values()
         ]
-        for batch, host, indices, ref in calls:
+        for host, indices, ref in calls:
             self._fill(batch, host, indices, functools.partial(ray.get, ref))
-        return [batch.results for _, batch in batches]
+        return batch.results
 
-    async def _agather(self, batch_call: tuple[str, _Batch]) -> list[Any]:
-        method, batch = batch_call
+    async def _agather(self, batch: _Batch) -> list[Any]:
         groups = list(batch.groups.values())
-        refs = [getattr(host.actor, method).remote(items) for host, _, items in groups]
+        refs = [host.actor.call_blob.remote(encode(items)) for host, _, items in groups]
         replies = await asyncio.gather(*refs, return_exceptions=True)
         for (host, indices, _), reply in zip(groups, replies, strict=True):
             self._fill(batch, host, indices, functools.partial(_raise_or, reply))
         return batch.results
 
-    def _fill(self, batch: _Batch, host: Host, indices: list[int], fetch: Callable[[], list[Reply]]) -> None:
+    def _fill(self, batch: _Batch, host: Host, indices: list[int], fetch: Callable[[], Any]) -> None:
+        """Put one actor's replies (``fetch()`` gives its pickled answer) in their items' places."""
         try:
-            replies = fetch()
+            replies: list[Reply] = pickle.loads(fetch())
         except RayActorError as exc:
             error = self.hosts.lost(host, exc)
             for n in indices:

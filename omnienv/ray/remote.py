@@ -26,6 +26,9 @@ from omnienv.ray.placement import Host, HostPool
 
 __all__ = ["RemoteEnv", "remote_env_factory"]
 
+_REPLACEMENT_WAIT = 30.0
+"""How long a session waits for a replacement actor when every actor is dead."""
+
 
 class RemoteEnv:
     """One session on one host actor. After its actor dies ``step`` raises
@@ -33,7 +36,7 @@ class RemoteEnv:
     (the server adds the failure flag), and ``reset`` moves the session to the least loaded live
     actor and starts over there."""
 
-    __slots__ = ("host", "key", "known", "name", "pool", "tools")
+    __slots__ = ("closed", "host", "key", "known", "name", "pool", "tools")
 
     def __init__(self, pool: HostPool, host: Host, key: str) -> None:
         self.pool = pool
@@ -43,18 +46,21 @@ class RemoteEnv:
         self.tools: Mapping[str, ToolSpec] = pool.env_class.tools
         self.known = State(None, 0)
         """The episode as last seen from here (no env fields): what ``state`` says once lost."""
+        self.closed = False
 
     def __repr__(self) -> str:
         where = f"actor {self.host.index}" if self.host else "no actor"
         return f"RemoteEnv({self.name}, session {self.key[:8]}, {where})"
 
     @classmethod
-    async def open(cls, pool: HostPool) -> RemoteEnv:
+    async def open(cls, pool: HostPool, wait: float = _REPLACEMENT_WAIT) -> RemoteEnv:
         """Place a new session on the least loaded live actor and create its environment there;
-        an actor found dead on the way is skipped for the next one."""
+        an actor found dead on the way is skipped for the next one. With every actor dead, wait
+        up to ``wait`` seconds for a replacement to answer before giving up."""
         key = uuid.uuid4().hex
+        deadline = asyncio.get_running_loop().time() + wait
         while True:
-            env = cls(pool, pool.place(), key)  # raises once no actor is left
+            env = cls(pool, await _place(pool, deadline), key)  # raises once no actor is left
             try:
                 await env._call("open")
             except WorkerLostError:
@@ -68,7 +74,9 @@ class RemoteEnv:
     async def _call(self, method: str, *args: Any) -> Any:
         host = self.host
         if host is None:
-            raise EnvironmentFailure("this session is closed")
+            if self.closed:
+                raise EnvironmentFailure("this session is closed")
+            raise WorkerLostError("this session's Ray actor died and no live actor took it: call reset() again")
         if not host.alive:
             raise self.pool.lost(host, host.death)
         loop = asyncio.get_running_loop()
@@ -87,9 +95,9 @@ class RemoteEnv:
             self.host = None
 
     async def reset(self, task: Task | str | None = None, seed: int | None = None) -> Observation:
-        if self.host is not None and not self.host.alive:  # start over on a live actor
+        if not self.closed and (self.host is None or not self.host.alive):  # start over on a live actor
             self._release()
-            self.host = self.pool.place()
+            self.host = await _place(self.pool, asyncio.get_running_loop().time() + _REPLACEMENT_WAIT)
         observation, state = await self._call("start", task, seed)
         self.known = State(state.episode_id, state.step_count, state.done, state.truncated, state.task_id)
         return observation
@@ -113,6 +121,7 @@ class RemoteEnv:
             return replace(self.known, fields={})
 
     async def close(self) -> None:
+        self.closed = True
         host = self.host
         if host is None:
             return
@@ -123,6 +132,14 @@ class RemoteEnv:
             pass
         finally:
             self._release()
+
+
+async def _place(pool: HostPool, deadline: float) -> Host:
+    """``pool.place()``, waiting until ``deadline`` (loop time) for a replacement actor when
+    every actor is dead and one is starting."""
+    if not pool.live and pool.starting:
+        await pool.wait_live(max(0.0, deadline - asyncio.get_running_loop().time()))
+    return pool.place()
 
 
 def remote_env_factory(pool: HostPool) -> Any:

@@ -63,9 +63,10 @@ def serve_on_ray(
     announce: Callable[[str], object] = print,
     **uvicorn_options: Any,
 ) -> None:
-    """``omnienv serve ENV --ray ADDRESS``: join (or start) Ray, start the host actors, serve
-    until interrupted, then kill the actors and leave the cluster. A cluster that cannot be
-    joined is a :class:`ConnectionError` naming the fix."""
+    """``omnienv serve ENV --ray ADDRESS``: join (or start) Ray, start the host actors, say where
+    each one runs, serve until interrupted, then kill the actors and leave the cluster. A cluster
+    that cannot be joined is a :class:`ConnectionError` naming the fix. A loopback ``ADDRESS``
+    (``127.0.0.1:6379``) keeps this driver on 127.0.0.1 (:func:`omnienv.ray.connect`)."""
     import ray
 
     from omnienv.server import serve
@@ -85,6 +86,8 @@ def serve_on_ray(
                 f"sessions on {len(hosts.hosts)} Ray actor(s) in a cluster of {nodes} node(s); "
                 f"each actor asks for {hosts.options}"
             )
+            for placed in hosts.hosts:
+                announce(f"  {placed.where()}")
             serve(app, host, port, **uvicorn_options)
     finally:
         disconnect()

@@ -37,12 +37,13 @@ def wordle_hosts(ray_local: None) -> Iterator[HostPool]:
         yield hosts
 
 
-def eventually(predicate: Callable[[], bool], timeout: float = 20.0) -> None:
-    """Poll ``predicate`` until it holds (the server closes sessions after their socket closes)."""
+def eventually(predicate: Callable[[], bool], timeout: float = 20.0, what: str = "condition") -> None:
+    """Poll ``predicate`` until it holds (the server closes sessions after their socket closes,
+    a replacement actor answers when it has started...)."""
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:
-            raise AssertionError(f"condition still false after {timeout:g} s")
+            raise AssertionError(f"{what} still false after {timeout:g} s")
         time.sleep(0.01)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import pickle
 import random
 import threading
 from collections.abc import Coroutine
@@ -27,7 +28,8 @@ from omnienv.core import (
 )
 from omnienv.core.env import Environment
 from omnienv.core.tools import tool
-from omnienv.ray.host import EnvHost, unwrap
+from omnienv.envs.wordle import Wordle
+from omnienv.ray.host import EnvHost, InlineEnvHost, _run_now, encode, host_class, is_inline, unwrap
 
 T = TypeVar("T")
 
@@ -120,7 +122,7 @@ def test_the_batch_call_answers_per_item() -> None:
     host = EnvHost("wordle")
 
     async def batch() -> list[tuple[bool, Any]]:
-        await host.reset_many([("a", None, 1), ("b", None, 2)])
+        await host.call_many([("reset", "a", (None, 1)), ("reset", "b", (None, 2))])
         return await host.call_many(
             [
                 ("step", "a", (ToolCall("guess", {"word": "crane"}),)),
@@ -138,20 +140,43 @@ def test_the_batch_call_answers_per_item() -> None:
     assert "no session method 'format_disk'" in refused[1].message
 
 
-def test_the_many_calls_keep_the_order_of_their_items() -> None:
+def test_the_batch_keeps_the_order_of_its_items_and_travels_pickled() -> None:
     host = EnvHost("wordle")
 
     async def many() -> None:
-        resets = await host.reset_many([("a", None, 1), ("b", None, 2), ("c", None, 3)])
+        resets = await host.call_many([("reset", key, (None, seed)) for key, seed in (("a", 1), ("b", 2), ("c", 3))])
         assert all(ok for ok, _ in resets)
-        steps = await host.step_many([("c", ToolCall("get_history", {})), ("a", ToolCall("get_history", {}))])
+        steps = await host.call_many(
+            [("step", "c", (ToolCall("get_history", {}),)), ("step", "a", (ToolCall("get_history", {}),))]
+        )
         assert all(ok and isinstance(result, StepResult) for ok, result in steps)
-        states = await host.state_many(["b", "a", "c"])
-        assert [state.step_count for _, state in states] == [0, 1, 1]
-        assert await host.close_many(["a", "b", "c", "d"]) == [(True, None)] * 4
-        assert host.envs == {}
+        blob = await host.call_blob(encode([("state", key, ()) for key in ("b", "a", "c")]))
+        assert [state.step_count for _, state in pickle.loads(blob)] == [0, 1, 1]
+        closed = await host.call_many([("close", key, ()) for key in "abcd"])
+        assert closed == [(True, None)] * 4 and host.envs == {}
 
     run(many())
+
+
+def test_an_inline_environment_is_hosted_without_an_event_loop() -> None:
+    assert host_class(Wordle) is InlineEnvHost and host_class(Threads) is EnvHost
+    host = InlineEnvHost("wordle")  # what a plain Ray actor runs: no loop anywhere
+    replies = pickle.loads(host.call_blob(encode([("start", "a", (None, 7)), ("step", "a", (ToolCall("nope"),))])))
+    (ok, (observation, state)), (stepped, result) = replies
+    assert ok and isinstance(observation, Observation) and state.step_count == 0
+    assert stepped and result.info["error"]["code"] == "UNKNOWN_TOOL"  # the env's own answer
+    assert host.info() == {"pid": os.getpid(), "sessions": 1, "env": "wordle"}
+    with pytest.raises(TypeError, match="can block"):
+        InlineEnvHost(Threads)
+
+
+def test_an_inline_call_that_suspends_is_refused() -> None:
+    async def suspends() -> None:  # what an environment wrongly marked non-blocking could do
+        await asyncio.sleep(0)
+
+    with pytest.raises(RuntimeError, match="should say blocking = True"):
+        _run_now(suspends())
+    assert is_inline(Wordle) and not is_inline(Threads)
 
 
 def test_a_blocking_environment_runs_on_the_hosts_own_threads() -> None:

@@ -9,11 +9,12 @@ from typing import ClassVar
 import pytest
 import ray
 
+import tests.ray.envs as envs
 from omnienv.core import EnvironmentFailure, Observation, StepResult, ToolCall, WorkerLostError
 from omnienv.envs.wordle.solver import next_guess, read_marks
 from omnienv.ray import EnvPool, HostPool
 from omnienv.ray.placement import actor_options
-from tests.ray.conftest import kill
+from tests.ray.conftest import eventually, kill
 
 pytestmark = pytest.mark.usefixtures("ray_local")
 
@@ -95,11 +96,15 @@ def test_killed_actor_fails_only_its_sessions_and_they_restart_on_live_actors(wo
         again = pool.step([ToolCall("guess", {"word": "crane"}) if i in doomed else None for i in range(40)])
         assert all(isinstance(again[i], WorkerLostError) for i in doomed)
 
+        # the dead actor is replaced: capacity comes back, and the lost sessions restart there
+        eventually(lambda: len(wordle_hosts.live) == 4)
+        assert wordle_hosts.replaced == 1 and victim not in wordle_hosts.live
         last = play(pool, range(40), range(100, 140))  # reset moves the lost sessions to live actors
         assert len(last) == 40 and all(r.done for r in last.values())
         assert victim.sessions == 0
         assert all(slot.host.alive for slot in pool.slots)
-        assert sorted(h.sessions for h in wordle_hosts.live) == [13, 13, 14]
+        assert sorted(h.sessions for h in wordle_hosts.live) == [10, 10, 10, 10]
+        assert {slot.host.index for i, slot in enumerate(pool.slots) if i in doomed} == {4}
 
 
 def test_async_batches_and_an_actor_lost_before_the_call(wordle_hosts: HostPool) -> None:
@@ -122,11 +127,29 @@ def test_async_batches_and_an_actor_lost_before_the_call(wordle_hosts: HostPool)
 
 
 def test_every_actor_dead_is_a_typed_error(ray_local: None) -> None:
-    with HostPool("wordle", 1, options={"num_cpus": 0.5}) as hosts, EnvPool("wordle", 2, hosts=hosts) as pool:
+    hosts = HostPool("wordle", 1, options={"num_cpus": 0.5}, replace=False)
+    with hosts, EnvPool("wordle", 2, hosts=hosts) as pool:
         kill(hosts.hosts[0].actor)
         assert all(isinstance(r, WorkerLostError) for r in pool.state())
         results = pool.reset([1, 2])
         assert all(isinstance(r, WorkerLostError) and "every Ray actor" in str(r) for r in results)
+        assert hosts.replaced == 0 and not hosts.starting
+
+
+def test_a_reset_waits_for_the_replacement_of_the_only_actor(ray_local: None) -> None:
+    with HostPool("wordle", 1, options={"num_cpus": 0.5}) as hosts, EnvPool("wordle", 2, hosts=hosts) as pool:
+        first = hosts.hosts[0]
+        assert first.node_id and first.node_ip == "127.0.0.1" and first.pid  # where it runs
+        pool.reset([1, 2])
+        kill(first.actor)
+        assert all(isinstance(r, WorkerLostError) for r in pool.step([ToolCall("guess", {"word": "crane"})] * 2))
+        assert hosts.replaced == 1
+        observations = pool.reset([3, 4])  # no live actor yet, one starting: the reset waits for it
+        assert all(isinstance(o, Observation) for o in observations), observations
+        replacement = hosts.live[0]
+        assert replacement is not first and replacement.index == 1 and replacement.pid != first.pid
+        assert all(slot.host is replacement for slot in pool.slots)
+        assert all(isinstance(r, StepResult) for r in pool.step([ToolCall("guess", {"word": "crane"})] * 2))
 
 
 def test_actors_the_cluster_cannot_place_are_a_clear_error(ray_local: None) -> None:
@@ -144,5 +167,12 @@ def test_resource_requests_come_from_the_env_class_and_the_caller_wins() -> None
         ray_options: ClassVar[dict[str, object]] = {"num_cpus": 2, "memory": 1 << 30}
 
     assert actor_options(Wordle)["num_cpus"] == 1
-    assert actor_options(Heavy) == {"num_cpus": 2, "memory": 1 << 30, "max_concurrency": 10_000}
-    assert actor_options(Heavy, {"num_cpus": 0.5})["num_cpus"] == 0.5
+    assert actor_options(envs.SlowWork)["max_concurrency"] == 10_000  # an async host: calls overlap
+    assert actor_options(Heavy) == {
+        "num_cpus": 2,
+        "memory": 1 << 30,
+        "max_concurrency": 1,  # an inline host: its calls never wait, one at a time
+        "scheduling_strategy": "SPREAD",  # over the nodes: a lost node costs only its share
+        "enable_task_events": False,
+    }
+    assert actor_options(Heavy, {"num_cpus": 0.5, "scheduling_strategy": "DEFAULT"})["scheduling_strategy"] == "DEFAULT"

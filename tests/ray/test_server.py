@@ -188,8 +188,36 @@ def test_new_sessions_skip_an_actor_found_dead_while_opening(
     with httpx.Client(base_url=url, timeout=30) as http:
         replies = [http.post("/sessions").json() for _ in range(6)]
         ids = [reply["session_id"] for reply in replies]
-        assert sorted(actor_of(app, sid) for sid in ids) == [1, 1, 2, 2, 3, 3]
+        assert 0 not in {actor_of(app, sid) for sid in ids}
         assert not wordle_hosts.hosts[0].alive and wordle_hosts.hosts[0].sessions == 0
         for sid in ids:
             assert http.post(f"/sessions/{sid}/reset", json={"seed": 4}).json()["type"] == "observation"
             http.delete(f"/sessions/{sid}")
+
+
+def test_a_dead_actor_is_replaced_and_its_replacement_takes_new_sessions(
+    served: tuple[OmniApp, str], wordle_hosts: HostPool
+) -> None:
+    app, url = served
+    guess = {"type": "call_tool", "tool_name": "guess", "arguments": {"word": "crane"}}
+    with httpx.Client(base_url=url, timeout=30) as http:
+        ids = [http.post("/sessions").json()["session_id"] for _ in range(8)]
+        for sid in ids:
+            assert http.post(f"/sessions/{sid}/reset", json={"seed": 1}).status_code == 200
+        victim = wordle_hosts.hosts[1]
+        kill(victim.actor)
+        replies = [http.post(f"/sessions/{sid}/step", json=guess).json() for sid in ids]
+        assert sum(r["type"] == "error" and r["data"]["code"] == "WORKER_LOST" for r in replies) == 2
+        assert wordle_hosts.replaced == 1  # started at the first failure, not at the next session
+
+        eventually(lambda: len(wordle_hosts.live) == 4)  # capacity is back
+        replacement = wordle_hosts.live[-1]
+        assert replacement.index == 4 and replacement.pid and replacement.pid != victim.pid
+        fresh = [http.post("/sessions").json()["session_id"] for _ in range(2)]
+        assert [actor_of(app, sid) for sid in fresh] == [4, 4]  # the least loaded: the replacement
+        for sid in fresh:
+            assert http.post(f"/sessions/{sid}/reset", json={"seed": 2}).json()["type"] == "observation"
+            assert http.post(f"/sessions/{sid}/step", json=guess).json()["type"] == "observation"
+        for sid in ids + fresh:
+            http.delete(f"/sessions/{sid}")
+    assert wordle_hosts.sessions == 0
