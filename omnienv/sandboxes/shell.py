@@ -37,6 +37,7 @@ __all__ = ["CommandResult", "SandboxShell"]
 
 _GRACE_S = 5.0  # for an interrupted command to give the prompt back (a busy machine is slow to)
 _START_S = 15.0
+_REINTERRUPT_S = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,8 +140,7 @@ class SandboxShell:
         done = self._wait_done(time.monotonic() + timeout)
         timed_out = done is None and not self._eof
         if timed_out:
-            self._interrupt()
-            done = self._wait_done(time.monotonic() + _GRACE_S)
+            done = self._interrupt_until_done(time.monotonic() + _GRACE_S)
         if done is not None:
             capture, code = done
             return CommandResult(capture.text(), None if timed_out else code, timed_out, capture.omitted)
@@ -220,6 +220,16 @@ class SandboxShell:
                 if f.read().strip() == "bash":
                     return pid
         return None
+
+    def _interrupt_until_done(self, deadline: float) -> tuple[_Capture, int] | None:
+        """Ctrl-C, again every half second until the prompt is back: a process the command forked
+        just after a round (``sleep`` after ``echo``, on a busy machine) gets the next one, instead of
+        keeping the shell waiting for it until the deadline costs the shell."""
+        while True:
+            self._interrupt()
+            done = self._wait_done(min(deadline, time.monotonic() + _REINTERRUPT_S))
+            if done is not None or self._eof or time.monotonic() >= deadline:
+                return done
 
     def _interrupt(self) -> None:
         """Ctrl-C for the running command: SIGINT to the shell and the processes under it that do
