@@ -8,13 +8,14 @@ Doors (``omnienv/envs/doors.py``) is a two-step game: ``read_clue`` describes th
 a prize, ``open_door`` opens one. A tiny model is built on the spot (``tiny_model.py``: nothing is
 downloaded) and taught the *format* of the two calls, every door following every clue equally
 often, so it starts at chance: one right door in four. GRPO alone then teaches it to open the door
-the clue points to.
+the clue points to, from 0.25 to about 1 in 60 steps.
 
-It trains twice from the same start: with the environment in this process, then against a real
-``omnienv serve doors`` started on a free local port (and stopped afterwards). Each run writes one
-JSON line per training step, ``{"kind": "train_step", "step": 1, "reward": 0.25, ...}`` followed
-by TRL's own metrics, to ``OUTPUT_DIR/<run>.jsonl``; the reward curves go to
-``OUTPUT_DIR/reward.png``. Needs ``pip install 'omnienv[trl,server]'`` (and ``torch``).
+It trains twice from the same start, side by side on one core each: with the environment in this
+process, and, in a child process, against a real ``omnienv serve doors`` started on a free local
+port (and stopped afterwards). Each run writes one JSON line per training step, ``{"kind":
+"train_step", "step": 1, "reward": 0.25, ...}`` followed by TRL's own metrics, to
+``OUTPUT_DIR/<run>.jsonl``; the reward curves go to ``OUTPUT_DIR/reward.png``. Needs
+``pip install 'omnienv[trl,server]'`` (and ``torch``).
 """
 
 from __future__ import annotations
@@ -119,6 +120,10 @@ def train(env: str, model_dir: Path, log: Path, args: argparse.Namespace) -> lis
     )
     trainer.remove_callback(PrinterCallback)  # WriteSteps prints one short line per step instead
     trainer.train()
+    return _rewards(log)
+
+
+def _rewards(log: Path) -> list[float | None]:
     return [json.loads(line)["reward"] for line in log.read_text().splitlines()]
 
 
@@ -181,7 +186,7 @@ def plot(curves: dict[str, list[float | None]], path: Path) -> None:
         ylim=(-0.05, 1.05),
         title="Doors: a tiny model learns to read the clue",
     )
-    axes.legend(loc="center right")
+    axes.legend(loc="lower right")
     figure.tight_layout()
     figure.savefig(path)
     pyplot.close(figure)
@@ -200,17 +205,24 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--output-dir", type=Path, default=Path("runs/train-demo"))
     parser.add_argument("--runs", choices=["both", "in-process", "served"], default="both")
-    parser.add_argument("--steps", type=int, default=80, help="GRPO optimizer steps per run")
+    parser.add_argument("--steps", type=int, default=60, help="GRPO optimizer steps per run")
     parser.add_argument("--prompts", type=int, default=4, help="prompts (tasks) per step, a multiple of 4")
-    parser.add_argument("--generations", type=int, default=16, help="rollouts per prompt (GRPO's group)")
+    parser.add_argument(
+        "--generations", type=int, default=32, help="rollouts per prompt (GRPO's group); 16 often leave a clue unlearnt"
+    )
     parser.add_argument("--learning-rate", type=float, default=1e-3)
     parser.add_argument("--sft-steps", type=int, default=400, help="supervised steps teaching the call format")
     parser.add_argument("--window", type=int, default=10, help="steps averaged for the first and last reward")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--trained-model", type=Path, help=argparse.SUPPRESS)  # the served run's child: train only
     args = parser.parse_args()
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # environment_factory is marked experimental
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a stop runs the finally blocks: no server left behind
     torch.set_num_threads(1)  # a tiny model gains nothing from threads, and loses a lot on a busy CPU
     args.output_dir.mkdir(parents=True, exist_ok=True)
+    if args.trained_model is not None:
+        run_served(args.trained_model, args)
+        return
     started = time.perf_counter()
 
     model_dir = args.output_dir / "tiny-model"
@@ -229,17 +241,33 @@ def main() -> None:
     print(f"built the tiny model in {time.perf_counter() - started:.0f} s", flush=True)
 
     curves: dict[str, list[float | None]] = {}
-    if args.runs in ("both", "in-process"):
+    if args.runs == "both":  # side by side, one core each: a child process trains against the server
+        command = [sys.executable, __file__, *sys.argv[1:], "--trained-model", str(model_dir)]
+        child = subprocess.Popen(command)
+        try:
+            curves["in-process"] = train("doors", model_dir, args.output_dir / "in-process.jsonl", args)
+            if child.wait() != 0:
+                raise SystemExit(f"the served run exited with {child.returncode}")
+        finally:
+            if child.poll() is None:
+                child.terminate()
+                child.wait()
+        curves["served"] = _rewards(args.output_dir / "served.jsonl")
+    elif args.runs == "in-process":
         curves["in-process"] = train("doors", model_dir, args.output_dir / "in-process.jsonl", args)
-    if args.runs in ("both", "served"):
-        with served("doors") as url:
-            curves["served"] = train(url, model_dir, args.output_dir / "served.jsonl", args)
+    else:
+        curves["served"] = run_served(model_dir, args)
     png = args.output_dir / "reward.png"
     plot(curves, png)
     for name, rewards in curves.items():
         first, last = window_mean(rewards, args.window), window_mean(rewards[::-1], args.window)
         print(f"RESULT {name}: mean reward {first:.3f} over the first {args.window} steps, {last:.3f} over the last")
     print(f"reward curve: {png}\nlog: {args.output_dir}/*.jsonl\ntook {time.perf_counter() - started:.0f} s")
+
+
+def run_served(model_dir: Path, args: argparse.Namespace) -> list[float | None]:
+    with served("doors") as url:
+        return train(url, model_dir, args.output_dir / "served.jsonl", args)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@
 tool calls (every door after every clue, equally often), then trains it with GRPO twice from the
 same start: with Doors in the training process, and against a real ``omnienv serve doors``. This
 test reads the JSON lines each run wrote and asserts that the reward rose from chance (one door
-in four) by a clear margin, in both runs. Seeds are fixed; the thresholds leave room for the
+in four) to near the optimum (1), in both runs. Seeds are fixed; the thresholds leave room for the
 different trajectories other CPUs take.
 """
 
@@ -23,6 +23,7 @@ DEMO = ROOT / "examples" / "train_demo.py"
 STEPS = 50
 WINDOW = 5
 CHANCE = 0.25
+NEAR_OPTIMUM = 0.8
 RUN_TIMEOUT_S = 900.0
 
 
@@ -51,8 +52,8 @@ def test_grpo_learns_doors_in_process_and_served(tmp_path: Path) -> None:
         first = _mean([s["reward"] for s in steps[:WINDOW]])
         last = _mean([s["reward"] for s in steps[-WINDOW:]])
         assert first < 0.4, f"{run}: the warm-up taught the answer, not just the format ({first:.2f} at the start)"
-        assert last - first >= 0.2, f"{run}: the reward did not rise: {first:.2f} -> {last:.2f}"
-        assert last >= 2 * CHANCE, f"{run}: {last:.2f} at the end is too close to chance ({CHANCE})"
+        assert last - first >= 0.4, f"{run}: the reward did not rise: {first:.2f} -> {last:.2f}"
+        assert last >= NEAR_OPTIMUM, f"{run}: {last:.2f} at the end is short of the optimum (1; chance {CHANCE})"
         assert f"RESULT {run}: mean reward {first:.3f} over the first {WINDOW} steps, {last:.3f} over the last" in (
             proc.stdout
         )
