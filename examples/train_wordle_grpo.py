@@ -15,7 +15,11 @@ the CPU::
 ``--env http://127.0.0.1:8000`` trains against a Wordle served by ``omnienv serve wordle`` instead
 of one in this process; ``--also http://127.0.0.1:8000`` trains on both at once (TRL's dict
 ``environment_factory``: each row names its environment, each environment owns its rewards).
-Needs ``pip install 'omnienv[trl]'`` (and ``torch``).
+``--async-grpo`` trains with TRL's experimental ``AsyncGRPOTrainer`` instead: generation runs
+without pause on vLLM's own server at ``--vllm-server-url`` (another GPU; TRL sends it the weights
+over NCCL, so ``VLLM_SERVER_DEV_MODE=1 vllm serve MODEL --weight-transfer-config
+'{"backend":"nccl"}'``) while the trainer updates them, and the environments run in a process it
+spawns (``scripts/train_gpu.sh`` with ``ASYNC=1``). Needs ``pip install 'omnienv[trl]'`` (and ``torch``).
 """
 
 from __future__ import annotations
@@ -120,22 +124,33 @@ def main() -> None:
         "--vllm-server-url", default="http://127.0.0.1:8001", help="`trl vllm-serve`, for --vllm server"
     )
     parser.add_argument("--vllm-gpu-memory", type=float, default=0.3, help="vLLM's share of the GPU, colocated")
+    parser.add_argument(
+        "--async-grpo", action="store_true", help="TRL's AsyncGRPOTrainer, on a `vllm serve` at --vllm-server-url"
+    )
     args = parser.parse_args()
+    if args.async_grpo and (args.tiny or args.vllm):
+        parser.error("--async-grpo generates on a `vllm serve` at --vllm-server-url: no --tiny, no --vllm")
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # environment_factory is marked experimental
     set_seed(args.seed)
 
     totals = {"episodes": 0, "tool_calls": 0}
-    Wordle = printing(environment_factory(args.env, name="Wordle"), totals)
+    # The asynchronous trainer pickles its factories into a process of its own: they go as they are,
+    # since the printing subclass (local, and counting into this process's totals) could not follow.
+    wrap = (lambda factory, totals: factory) if args.async_grpo else printing
+    Wordle = wrap(environment_factory(args.env, name="Wordle"), totals)
     factories: Any = Wordle
     train_dataset = dataset(args.env, "train", limit=args.tasks)
     if args.also:  # two environments, one run: rows alternate between them, in order
         from datasets import interleave_datasets
 
-        factories = {"first": Wordle, "second": printing(environment_factory(args.also, name="WordleAlso"), totals)}
+        factories = {"first": Wordle, "second": wrap(environment_factory(args.also, name="WordleAlso"), totals)}
         first = dataset(args.env, "train", limit=args.tasks, environment="first")
         second = dataset(args.also, "train", limit=args.tasks, environment="second")
         train_dataset = interleave_datasets([first, second])
 
+    if args.async_grpo:
+        train_async(args, factories, train_dataset)
+        return
     if args.tiny:
         torch.set_num_threads(1)  # a tiny model gains nothing from threads, and loses a lot on a busy CPU
         model_dir = args.tiny_dir or args.output_dir / "tiny-model"
@@ -201,6 +216,36 @@ def main() -> None:
         f"DONE steps={trainer.state.global_step} episodes={totals['episodes']} env_tool_calls={totals['tool_calls']}",
         flush=True,
     )
+
+
+def train_async(args: argparse.Namespace, factories: Any, train_dataset: Any) -> None:
+    """``AsyncGRPOTrainer`` on the same factories and rows; the trainer itself waits for the server."""
+    from trl.experimental.async_grpo import AsyncGRPOConfig, AsyncGRPOTrainer
+
+    config = AsyncGRPOConfig(
+        output_dir=str(args.output_dir),
+        max_steps=args.steps,
+        per_device_train_batch_size=8,
+        num_generations=8,
+        max_completion_length=1024,
+        max_tool_calling_iterations=args.max_tool_calls or 8,
+        max_inflight_tasks=32,  # each holds a server session while it runs: size --max-sessions for it
+        logging_steps=1,
+        report_to="none",
+        save_strategy="no",
+        seed=args.seed,
+        chat_template_kwargs={"enable_thinking": False},
+        vllm_server_base_url=args.vllm_server_url,
+    )
+    trainer = AsyncGRPOTrainer(
+        model=args.model,
+        args=config,
+        environment_factory=factories,
+        train_dataset=train_dataset,
+        callbacks=[PrintLogs()],
+    )
+    trainer.train()
+    print(f"DONE steps={trainer.state.global_step}", flush=True)
 
 
 if __name__ == "__main__":

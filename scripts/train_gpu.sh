@@ -6,6 +6,8 @@
 #   scripts/train_gpu.sh                          # Qwen/Qwen3-0.6B, vLLM colocated, 200 steps
 #   MODEL=Qwen/Qwen3-1.7B STEPS=500 scripts/train_gpu.sh
 #   VLLM=server scripts/train_gpu.sh              # needs `trl vllm-serve --model $MODEL --port 8001` on another GPU
+#   ASYNC=1 scripts/train_gpu.sh                  # TRL's AsyncGRPOTrainer; needs, on another GPU, vLLM's own server:
+#       VLLM_SERVER_DEV_MODE=1 vllm serve $MODEL --port 8001 --weight-transfer-config '{"backend":"nccl"}'
 #
 # PYTHON is an interpreter with omnienv[trl,server], torch for CUDA and vllm installed.
 set -euo pipefail
@@ -15,6 +17,8 @@ PYTHON=${PYTHON:-python}
 MODEL=${MODEL:-Qwen/Qwen3-0.6B}
 STEPS=${STEPS:-200}
 VLLM=${VLLM:-colocate}
+ASYNC=${ASYNC:-0}
+VLLM_URL=${VLLM_URL:-http://127.0.0.1:8001}  # the vLLM server of VLLM=server or ASYNC=1
 PORT=${PORT:-8000}
 # one server session per rollout in a generation batch, on every training process, and one spare
 SESSIONS=${SESSIONS:-64}
@@ -37,6 +41,15 @@ if not os.path.isdir(model):
     snapshot_download(model, local_files_only=True)
 EOF
 
+if [[ "$ASYNC" == 1 ]]; then
+    "$PYTHON" -c "import trl.experimental.async_grpo, aiohttp" 2>/dev/null \
+        || fail "$PYTHON cannot run TRL's AsyncGRPOTrainer: pip install aiohttp (and trl>=1.16)"
+    "$PYTHON" -c "import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=5)" "$VLLM_URL/health" \
+        2>/dev/null || fail "no vLLM server answers $VLLM_URL/health: ASYNC=1 generates there; on another GPU start
+    VLLM_SERVER_DEV_MODE=1 vllm serve $MODEL --port ${VLLM_URL##*:} --weight-transfer-config '{\"backend\":\"nccl\"}'
+or set VLLM_URL to yours"
+fi
+
 "$PYTHON" -m omnienv.cli.main serve wordle --host 127.0.0.1 --port "$PORT" \
     --max-sessions "$SESSIONS" --step-timeout 60 --idle-timeout 900 &
 server=$!
@@ -49,5 +62,10 @@ until "$PYTHON" -c "import sys, urllib.request; urllib.request.urlopen(sys.argv[
     sleep 0.1
 done
 
+if [[ "$ASYNC" == 1 ]]; then
+    generate=(--async-grpo --vllm-server-url "$VLLM_URL")
+else
+    generate=(--vllm "$VLLM" --vllm-server-url "$VLLM_URL")
+fi
 HF_HUB_OFFLINE=1 TRL_EXPERIMENTAL_SILENCE=1 "$PYTHON" examples/train_wordle_grpo.py \
-    --model "$MODEL" --env "http://127.0.0.1:$PORT" --vllm "$VLLM" --steps "$STEPS" --output-dir "$OUT"
+    --model "$MODEL" --env "http://127.0.0.1:$PORT" "${generate[@]}" --steps "$STEPS" --output-dir "$OUT"

@@ -15,10 +15,15 @@ real method per tool and nothing else public: its helpers are ``_``-prefixed.
 ``get_reward()`` is the episode's reward, rubric included, or None when infrastructure failed:
 TRL turns None into NaN, and a rollout no reward function scores gets a zero advantage, so a
 timeout or a crashed sandbox is masked instead of trained on as a reward of 0 (docs/trl.md).
+
+A generated class pickles as its recipe, ``environment_factory`` and its arguments, so TRL's
+``AsyncGRPOTrainer``, which hands it to a spawned process, needs nothing more: the child builds the
+class again (a URL is probed again there). A subclass of it pickles by reference, as any class.
 """
 
 from __future__ import annotations
 
+import copyreg
 import inspect
 import keyword
 import logging
@@ -64,7 +69,34 @@ _VOID = "The environment failed; this episode is void and will not be scored."
 _OVER = "The episode is over; no more actions are taken."
 
 
-class TRLEnvironment:
+class _Recipe(type):
+    """The metaclass of every generated class: the key that ``copyreg`` finds its reducer by.
+
+    A generated class is made by ``type(...)`` and lives in no module, so pickle's by-reference
+    lookup cannot find it; registering a reducer for all of ``type`` would change every class.
+    """
+
+
+def _reduce_class(cls: _Recipe) -> str | tuple[Any, ...]:
+    """How a class pickles: a generated one as its recipe; a subclass by reference.
+
+    A subclass (an author's ``class Printing(factory)``) adds behaviour that the recipe does not
+    rebuild: by reference, it unpickles as itself or fails loudly, never as its base.
+    """
+    recipe = cls.__dict__.get("_omnienv_recipe")
+    return cls.__qualname__ if recipe is None else (_rebuild, recipe)
+
+
+def _rebuild(
+    env: str | type[EnvironmentBase], name: str | None, options: dict[str, Any] | None
+) -> type[TRLEnvironment]:
+    return environment_factory(env, name=name, options=options)
+
+
+copyreg.pickle(_Recipe, _reduce_class)
+
+
+class TRLEnvironment(metaclass=_Recipe):
     """What every generated class shares: ``reset``, ``get_reward``, and private helpers only."""
 
     _open: ClassVar[Callable[[], Any]]
@@ -153,7 +185,8 @@ def environment_factory(
             omnienv server (``http://host:port``), which then runs the episodes.
         name: The class name; TRL logs ``get_reward`` as ``rewards/<name>``. Default: from the env.
         options: Keyword arguments for the environment's constructor or, for a URL, for
-            :class:`~omnienv.client.WebSocketClient` (e.g. ``timeout``).
+            :class:`~omnienv.client.WebSocketClient` (e.g. ``timeout``). They must pickle for the
+            class to pickle: it pickles as this call, its arguments included.
     """
     kwargs = dict(options or {})
     tools: list[tuple[Any, Callable[..., Any] | None]]
@@ -173,7 +206,11 @@ def environment_factory(
             )
         tools, env_name = [(t, t.function) for t in cls.tools.values()], cls.name
         opener = lambda: as_sync(cls(**kwargs))  # noqa: E731
-    namespace: dict[str, Any] = {"_open": staticmethod(opener), "__module__": __name__}
+    namespace: dict[str, Any] = {
+        "_open": staticmethod(opener),
+        "_omnienv_recipe": (env, name, None if options is None else dict(options)),
+        "__module__": __name__,
+    }
     for spec, function in tools:
         if (
             not spec.name.isidentifier()
