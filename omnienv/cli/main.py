@@ -3,16 +3,20 @@
 The console script imports only the command it runs: ``omnienv serve`` should not pay for the
 libraries of ``omnienv agent`` or ``omnienv view`` before it can answer its first request.
 ``app`` (the whole command tree, for ``--help`` and for tests) is built on first use.
+Typer itself is imported by :func:`main`, after it has turned the garbage collector off (see
+:func:`omnienv.cli.common.loaded`).
 """
 
 from __future__ import annotations
 
+import gc
 import importlib
 import sys
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import typer
+if TYPE_CHECKING:
+    import typer
 
 __all__ = ["app", "main"]
 
@@ -43,6 +47,9 @@ GROUPS = {
     "import": "omnienv.cli.importing:import_app",
 }
 """Command groups: name -> ``module:Typer``."""
+SERVERS = frozenset({"serve"})
+"""Commands timed to their first answer: they call :func:`~omnienv.cli.common.loaded` themselves,
+once their server's modules are loaded too."""
 
 
 def _load(target: str) -> Any:
@@ -51,6 +58,8 @@ def _load(target: str) -> Any:
 
 
 def _typer() -> typer.Typer:
+    import typer
+
     return typer.Typer(name="omnienv", help=HELP, no_args_is_help=True, pretty_exceptions_enable=False)
 
 
@@ -72,13 +81,18 @@ def whole_app() -> typer.Typer:
 
 def main() -> None:
     """The ``omnienv`` console script."""
+    gc.disable()
     name = sys.argv[1] if len(sys.argv) > 1 else ""
     if name not in COMMANDS and name not in GROUPS:  # help, a typo: click answers from the whole tree
-        whole_app()()
-        return
-    tree = _typer()
-    tree.callback()(_root)  # a group even with one command: the command's name stays in the command line
-    _add(tree, name)
+        tree = whole_app()
+    else:
+        tree = _typer()
+        tree.callback()(_root)  # a group even with one command: the command's name stays in the command line
+        _add(tree, name)
+    if name not in SERVERS:
+        from omnienv.cli.common import loaded
+
+        loaded()
     tree()
 
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 import secrets
 import signal
 import time
+from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from omnienv.cli.common import console, env_class, errors, fail
+from omnienv.cli.common import console, env_class, errors, fail, loaded
 
 if TYPE_CHECKING:
     from omnienv.server import ServerConfig
@@ -112,6 +113,7 @@ def serve(
         forwarded += ["--agent-only"] * agent_only + [f"--allow-origin={o}" for o in allow_origin or ()]
         forwarded += ["--workers", str(workers)] if workers > 1 else []
         token = (operator_token or secrets.token_urlsafe(24)) if agent_only else None
+        loaded()
         if token is not None:
             console.print(f"agent-only: start episodes with POST /operator/sessions, 'Authorization: Bearer {token}'")
         _serve_image(image, port, forwarded, {"OMNIENV_OPERATOR_TOKEN": token} if token else {})
@@ -144,14 +146,15 @@ def serve(
             raise fail("--workers runs the whole server in several processes here: drop --ray or --nemo-gym")
         _serve_workers(env, cls.name, config, host, port, workers, allow_host, log_level)
         return
-    _announce(cls.name, config, host, port, allow_host)
+    announce = partial(_announce, cls.name, config, host, port, allow_host)
     if nemo_gym:
         if ray is not None or agent_only:
             raise fail("--nemo-gym serves NeMo Gym's routes alone, on this process: drop --ray and --agent-only")
         from omnienv.dialects.nemo_gym_gymnasium import nemo_gym_app
 
-        console.print(f"NeMo Gym resources server: point its agents at http://{host}:{port}", soft_wrap=True)
-        run(nemo_gym_app(cls, config), host, port, log_level=log_level)
+        app = nemo_gym_app(cls, config)
+        loaded()
+        run(app, host, port, log_level=log_level, after_start=partial(_announce_nemo_gym, announce, host, port))
         return
     if ray is not None:
         try:
@@ -159,6 +162,8 @@ def serve(
         except ImportError as exc:
             raise fail(f"--ray needs the ray extra: pip install 'omnienv[ray]' ({exc})") from None
         options = {"num_cpus": ray_cpus}
+        announce()
+        loaded()
         try:
             serve_on_ray(
                 cls,
@@ -174,10 +179,14 @@ def serve(
         except (ConnectionError, TimeoutError) as exc:
             raise fail(str(exc)) from None
         return
-    run(create_app(cls, config), host, port, log_level=log_level)
+    app = create_app(cls, config)
+    loaded()
+    run(app, host, port, log_level=log_level, after_start=announce)  # announced once it answers: see _announce
 
 
 def _announce(name: str, config: ServerConfig, host: str, port: int, allow_host: list[str] | None) -> None:
+    """Say where the server answers. A single server says so once it does, from uvicorn's
+    warm-up thread: rich is imported here, and start-up is timed until the first answer."""
     from omnienv.server.origins import WILDCARDS
 
     page = f", play it at http://{host}:{port}/ui/" if config.ui else ""
@@ -194,6 +203,11 @@ def _announce(name: str, config: ServerConfig, host: str, port: int, allow_host:
             f"with POST /operator/sessions, header 'Authorization: Bearer {config.operator_token}'",
             soft_wrap=True,
         )
+
+
+def _announce_nemo_gym(announce: Callable[[], None], host: str, port: int) -> None:
+    announce()
+    console.print(f"NeMo Gym resources server: point its agents at http://{host}:{port}", soft_wrap=True)
 
 
 def _serve_workers(
@@ -218,6 +232,7 @@ def _serve_workers(
     try:
         _announce(name, config, host, sock.getsockname()[1], allow_host)
         console.print(f"{workers} workers, {config.max_sessions} sessions at most in all", soft_wrap=True)
+        loaded()
         serve_workers(partial(create_app, env), config, sock, workers, log_level=log_level)
     except WorkerLostError as exc:
         errors.print(f"[bold red]error:[/] {exc.message}", markup=True, highlight=False)

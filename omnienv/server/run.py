@@ -2,22 +2,31 @@
 
 ``running()`` is for tests, benchmarks and notebooks: it binds port 0 (the OS picks a free
 port, so there is no race), waits for start-up with a deadline, and always shuts down.
+
+Start-up counts until ``/health`` answers, so what only a WebSocket needs (uvicorn's
+``websockets`` protocol, 10 ms of imports) is imported in a background thread once the
+sockets listen (:class:`Server`), or by the first upgrade if that comes sooner.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import importlib.util
+import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import cache
 from typing import Any
 
 import uvicorn
 
 from omnienv.server.config import ServerConfig
+from omnienv.server.lean import forget_handshake
 
-__all__ = ["forget_handshake", "running", "serve", "uvicorn_config"]
+__all__ = ["Server", "forget_handshake", "running", "serve", "uvicorn_config"]
 
 
 def uvicorn_config(app: Any, host: str = "127.0.0.1", port: int = 8000, **options: Any) -> uvicorn.Config:
@@ -31,7 +40,7 @@ def uvicorn_config(app: Any, host: str = "127.0.0.1", port: int = 8000, **option
     settings: dict[str, Any] = {
         "loop": "auto",
         "http": "auto",
-        "ws": "auto",
+        "ws": _websocket_protocol if importlib.util.find_spec("websockets") is not None else "auto",
         "ws_ping_interval": config.ws_ping_interval,
         "ws_ping_timeout": config.ws_ping_timeout,
         "ws_per_message_deflate": config.ws_compression,
@@ -47,22 +56,49 @@ def uvicorn_config(app: Any, host: str = "127.0.0.1", port: int = 8000, **option
     return uvicorn.Config(app, host=host, port=port, **settings)
 
 
-def forget_handshake(send: Any) -> None:
-    """Let uvicorn's WebSocket connection drop the handshake it keeps after accepting.
+@cache
+def _websocket_protocol_class() -> Callable[..., asyncio.Protocol]:
+    from uvicorn.protocols.websockets.auto import AutoWebSocketsProtocol
 
-    Its ``websockets`` protocol holds the upgrade request and the 101 response (their headers,
-    about 2 KB) for the connection's whole life, though nothing reads them once the accept is
-    sent; with ten thousand idle sessions that is 20 MB. ``send`` is the connection's own ASGI
-    ``send``; for any other server (or a uvicorn that changed) this does nothing.
-    """
-    connection: Any = getattr(send, "__self__", None)
-    if type(connection).__name__ == "WebSocketsSansIOProtocol" and getattr(connection, "handshake_complete", False):
-        connection.request = connection.response = None
+    assert AutoWebSocketsProtocol is not None  # chosen only when websockets is installed
+    return AutoWebSocketsProtocol
 
 
-def serve(app: Any, host: str = "127.0.0.1", port: int = 8000, **options: Any) -> None:
-    """Serve until interrupted."""
-    uvicorn.Server(uvicorn_config(app, host, port, **options)).run()
+def _websocket_protocol(**options: Any) -> asyncio.Protocol:
+    """What uvicorn's ``ws="auto"`` makes for each upgrade, imported on first use."""
+    return _websocket_protocol_class()(**options)
+
+
+class Server(uvicorn.Server):
+    """uvicorn's server that, once its sockets listen, runs ``after_start`` and imports what
+    WebSockets need in a background thread, off the path of the first requests."""
+
+    def __init__(self, config: uvicorn.Config, after_start: Callable[[], object] | None = None) -> None:
+        super().__init__(config)
+        self.after_start = after_start
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if self.started:
+            threading.Thread(target=self._warm_up, name="omnienv-warm-up", daemon=True).start()
+
+    def _warm_up(self) -> None:
+        if self.config.ws is _websocket_protocol:
+            _websocket_protocol_class()
+        if self.after_start is not None:
+            self.after_start()
+
+
+def serve(
+    app: Any,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    *,
+    after_start: Callable[[], object] | None = None,
+    **options: Any,
+) -> None:
+    """Serve until interrupted; ``after_start()`` runs in a thread once the server answers."""
+    Server(uvicorn_config(app, host, port, **options), after_start).run()
 
 
 def _run_in_thread(server: uvicorn.Server) -> None:
@@ -73,7 +109,7 @@ def _run_in_thread(server: uvicorn.Server) -> None:
 @contextmanager
 def running(app: Any, host: str = "127.0.0.1", *, timeout: float = 10.0, **options: Any) -> Iterator[str]:
     """Serve ``app`` in a background thread on a free port; yields its ``http://`` base URL."""
-    server = uvicorn.Server(uvicorn_config(app, host, 0, **options))
+    server = Server(uvicorn_config(app, host, 0, **options))
     thread = threading.Thread(target=_run_in_thread, args=(server,), name="omnienv-server", daemon=True)
     thread.start()
     try:

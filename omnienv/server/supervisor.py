@@ -246,17 +246,15 @@ def _work(
 ) -> None:
     """One worker: build the app, route it, serve it on the port and on its private socket, and
     tell the supervisor once it serves."""
-    import uvicorn
-
     from omnienv.server.forward import WorkerRouter
-    from omnienv.server.run import uvicorn_config
+    from omnienv.server.run import Server, uvicorn_config
 
     _die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the supervisor's to act on (until uvicorn's own)
     assert config.place is not None
     router = WorkerRouter(factory(config), config.place, token, everyone_up.is_set)
 
-    class Worker(uvicorn.Server):
+    class Worker(Server):
         async def startup(self, sockets: list[socket.socket] | None = None) -> None:
             await super().startup(sockets)
             if self.started:

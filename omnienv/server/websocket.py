@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from functools import partial
 from typing import Any
 from urllib.parse import parse_qs
 
 from omnienv.core.errors import OmniEnvError
 from omnienv.server.handler import Handler, error_frame
-from omnienv.server.run import forget_handshake
+from omnienv.server.lean import forget_handshake
 from omnienv.server.sessions import OPENENV, SessionManager
 
 __all__ = ["WebSocketEndpoint"]
@@ -50,19 +49,20 @@ class WebSocketEndpoint:
             except OSError:  # the client already left
                 pass
             return
-        session.expire = partial(_expire, send)
+        session.expire = _Expire(send)
         # The frame loop is written out here, not in a helper: each open socket keeps its coroutine
-        # frames for the session's lifetime, and one frame is smaller than two.
-        handle, handle_later = self.handler.frame, self.handler.frame_later
+        # frames for the session's lifetime, and one frame is smaller than two. For the same reason
+        # it holds no bound methods of its own between frames.
+        handler = self.handler
         try:
             while True:
                 message = await receive()
                 if message["type"] != "websocket.receive":
                     return  # websocket.disconnect: the client left or the socket died
                 raw = message.get("text")
-                reply = handle(session, raw if raw is not None else (message.get("bytes") or b""))
+                reply = handler.frame(session, raw if raw is not None else (message.get("bytes") or b""))
                 if reply is not None and not isinstance(reply, bytes):
-                    reply = await handle_later(session, reply)
+                    reply = await handler.frame_later(session, reply)
                 try:
                     if reply is None:  # {"type": "close"}: no reply, then 1000; an attached session stays
                         if session.owned:
@@ -86,18 +86,26 @@ def _session_id(scope: Scope) -> str | None:
     return values[0] if values else None
 
 
-def _expire(send: Any, reason: str) -> None:
-    """Close the socket from the server's side (the session was reaped)."""
+class _Expire:
+    """Closes the socket from the server's side (the session was reaped): a session's
+    ``expire``, one slot where a ``partial`` would keep three objects per idle session."""
 
-    async def close() -> None:
-        try:
-            await send({"type": "websocket.close", "code": 1001, "reason": reason[:120]})
-        except Exception:  # already closed from the other side
-            pass
+    __slots__ = ("send",)
 
-    task = asyncio.get_running_loop().create_task(close())
-    _pending.add(task)
-    task.add_done_callback(_pending.discard)
+    def __init__(self, send: Any) -> None:
+        self.send = send
+
+    def __call__(self, reason: str) -> None:
+        task = asyncio.get_running_loop().create_task(_close(self.send, reason))
+        _pending.add(task)
+        task.add_done_callback(_pending.discard)
+
+
+async def _close(send: Any, reason: str) -> None:
+    try:
+        await send({"type": "websocket.close", "code": 1001, "reason": reason[:120]})
+    except Exception:  # already closed from the other side
+        pass
 
 
 _pending: set[asyncio.Task[None]] = set()
