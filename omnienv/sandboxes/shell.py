@@ -7,12 +7,16 @@ aborts the whole command line, as at a terminal, instead of going on with its ne
 
 - each command is sent base64-encoded and ``eval``-ed in the shell itself (so it keeps its effects),
   with stdin from ``/dev/null`` (a command never reads the script that feeds the shell) and
-  stderr merged into stdout; a line carrying a per-shell random marker and the exit status follows;
+  stderr merged into stdout; a line carrying a per-shell random marker, the command's number and
+  its exit status follows;
 - a reader thread drains the shell's output all the time (a background job that prints never
   blocks), keeping a bounded head and tail of each command's output;
 - a command that outlives its timeout gets SIGINT, as Ctrl-C would give it: the shell and every
   process under it that does not ignore SIGINT (background jobs do: bash starts them so) get it,
-  and the shell reads its next line. One that survives that too, or a command that ends the shell (``exit``), costs the
+  and the shell reads its next line. Ctrl-C comes again every half second while the command
+  still runs; once nothing but the shell is left, the marker line is sent again instead (a Ctrl-C
+  that reaches bash while it reads a line throws the line away), and a marker of an earlier
+  command is skipped. One that survives that too, or a command that ends the shell (``exit``), costs the
   shell: a fresh one starts in the working directory, and the result says so.
 """
 
@@ -95,13 +99,14 @@ class SandboxShell:
         self.binds = tuple(binds)
         self.output_bytes = output_bytes
         self._marker = f"__omnienv_done_{secrets.token_hex(12)}__"
-        self._done = re.compile(rb"\n" + self._marker.encode() + rb" (\d+)\n")
-        self._keep = len(self._marker) + 8  # bytes held back: a marker line may start in them
+        self._done = re.compile(rb"\n" + self._marker.encode() + rb" (\d+) (\d+)\n")
+        self._keep = len(self._marker) + 32  # bytes held back: a marker line may start in them
+        self._number = 0  # of the command running: its marker line carries it
         self._cond = threading.Condition()
         self._process: subprocess.Popen[bytes] | None = None
         self._capture = self._new_capture()
         self._pending = b""
-        self._finished: list[tuple[_Capture, int]] = []
+        self._finished: list[tuple[_Capture, int, int]] = []  # (output, command number, status)
         self._eof = True
         self._shell: int | None = None
 
@@ -122,8 +127,9 @@ class SandboxShell:
         with self._cond:
             self._process, self._eof = process, False
             self._capture, self._pending, self._finished = self._new_capture(), b"", []
+            self._number = 0
         threading.Thread(target=self._drain, args=(process,), daemon=True, name="sandbox-shell").start()
-        self._send(f"set +H; cd {shlex.quote(self.workdir)}; printf '\\n%s %d\\n' {self._marker} 0\n")
+        self._send(f"set +H; cd {shlex.quote(self.workdir)}\n{self._marker_line()}")
         if self._wait_done(time.monotonic() + _START_S) is None:
             self._stop()
             raise RuntimeError(f"the sandbox shell did not start within {_START_S:g} s")
@@ -134,9 +140,8 @@ class SandboxShell:
         if self._process is None or self._eof:
             self.start()
         encoded = base64.b64encode(command.encode()).decode()
-        self._send(
-            f'eval "$(printf %s {encoded} | base64 -d)" </dev/null 2>&1\nprintf \'\\n%s %d\\n\' {self._marker} "$?"\n'
-        )
+        self._number += 1
+        self._send(f'eval "$(printf %s {encoded} | base64 -d)" </dev/null 2>&1\n{self._marker_line()}')
         done = self._wait_done(time.monotonic() + timeout)
         timed_out = done is None and not self._eof
         if timed_out:
@@ -155,6 +160,10 @@ class SandboxShell:
         self._stop()
 
     # -- the pipe ------------------------------------------------------------------------------
+
+    def _marker_line(self) -> str:
+        """The line that prints the marker, the running command's number and its exit status."""
+        return f"printf '\\n%s %d %d\\n' {self._marker} {self._number} \"$?\"\n"
 
     def _send(self, line: str) -> None:
         process = self._process
@@ -191,7 +200,7 @@ class SandboxShell:
         pending = self._pending + data
         while found := self._done.search(pending):
             self._capture.add(pending[: found.start()])
-            self._finished.append((self._capture, int(found.group(1))))
+            self._finished.append((self._capture, int(found.group(1)), int(found.group(2))))
             self._capture = self._new_capture()
             pending = pending[found.end() :]
             self._cond.notify_all()
@@ -201,14 +210,18 @@ class SandboxShell:
         self._pending = pending
 
     def _wait_done(self, deadline: float) -> tuple[_Capture, int] | None:
-        """The next finished command's output and status; None at the deadline or when the shell ends."""
+        """The running command's output and status; None at the deadline or when the shell ends.
+        A marker of an earlier command (sent again after a Ctrl-C, and printed twice) is skipped."""
         with self._cond:
-            while not self._finished:
+            while True:
+                while self._finished:
+                    capture, number, status = self._finished.pop(0)
+                    if number == self._number:
+                        return capture, status
                 remaining = deadline - time.monotonic()
                 if self._eof or remaining <= 0:
                     return None
                 self._cond.wait(remaining)
-            return self._finished.pop(0)
 
     # -- stopping ------------------------------------------------------------------------------
 
@@ -222,24 +235,39 @@ class SandboxShell:
         return None
 
     def _interrupt_until_done(self, deadline: float) -> tuple[_Capture, int] | None:
-        """Ctrl-C, again every half second until the prompt is back: a process the command forked
-        just after a round (``sleep`` after ``echo``, on a busy machine) gets the next one, instead of
-        keeping the shell waiting for it until the deadline costs the shell."""
+        """Ctrl-C, again every half second while the command runs: a process it forked just after
+        a round (``sleep`` after ``echo``, on a busy machine) gets the next one, instead of keeping
+        the shell waiting for it until the deadline costs the shell. Once only the shell is left,
+        the marker line goes again instead: a Ctrl-C that reached bash while it read that line
+        threw it away, and bash would wait for input until the deadline."""
+        first = True
         while True:
-            self._interrupt()
+            if first or self._running():
+                self._interrupt()
+            else:
+                self._send(self._marker_line())
+            first = False
             done = self._wait_done(min(deadline, time.monotonic() + _REINTERRUPT_S))
             if done is not None or self._eof or time.monotonic() >= deadline:
                 return done
 
-    def _interrupt(self) -> None:
-        """Ctrl-C for the running command: SIGINT to the shell and the processes under it that do
-        not ignore it, which spares the background jobs (bash starts them with SIGINT ignored)."""
+    def _interruptible(self) -> list[int]:
+        """The shell and the processes under it that do not ignore SIGINT (background jobs do:
+        bash starts them so)."""
         if self._shell is None:
-            return
-        for pid in process_tree(self._shell):
-            if not _ignores_sigint(pid):
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(pid, signal.SIGINT)
+            return []
+        return [pid for pid in process_tree(self._shell) if not _ignores_sigint(pid)]
+
+    def _running(self) -> bool:
+        """Whether a process of the command, besides the shell itself, still runs."""
+        return any(pid != self._shell for pid in self._interruptible())
+
+    def _interrupt(self) -> None:
+        """Ctrl-C for the running command: SIGINT to :meth:`_interruptible`, which spares the
+        background jobs."""
+        for pid in self._interruptible():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGINT)
 
     def _exit_status(self) -> int | None:
         process = self._process

@@ -238,7 +238,7 @@ async def until(check: Check, desktop: DesktopSession, what: str, timeout: float
     deadline = time.monotonic() + timeout
     while not await check(desktop):
         if time.monotonic() > deadline:
-            raise AssertionError(f"{what} did not happen within {timeout:g} s")
+            raise AssertionError(f"{what} did not happen within {timeout:g} s: {await describe(desktop)}")
         await asyncio.sleep(0.05)
 
 
@@ -272,6 +272,7 @@ def test_the_script_solves_it_and_a_wrong_attempt_does_not(env: Desktop, task_id
         for call in SCRIPTS[task_id]:
             result = await env.step(player.scaled(call))
             assert not result.observation.is_error, (call, result.observation.text)
+        await until(check, desktop, "the script's solution")  # the apps may still be taking its last events
         end = await env.step(ToolCall("terminate", {"status": "success"}))
         assert end.done and end.info["success"] is True and end.reward == 1.0, await describe(desktop)
         await env.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -45,6 +46,21 @@ def test_a_command_past_its_timeout_is_interrupted_and_background_jobs_survive(s
     assert slow.timed_out and slow.exit_code is None and not slow.restarted
     assert slow.output.strip() == "before", "the rest of an interrupted command line must not run"
     assert shell.run("jobs | grep -c Running", 10).output == "1", "Ctrl-C must spare background jobs"
+
+
+def test_a_marker_line_lost_to_a_ctrl_c_goes_again_and_an_earlier_commands_marker_is_skipped(
+    shell: SandboxShell,
+) -> None:
+    # a Ctrl-C that reaches bash while it reads the marker line throws the line away: here the line
+    # is never sent at all, and the interrupt rounds must send it again instead of waiting it out
+    shell._number += 1
+    shell._send("echo interrupted\n")
+    done = shell._interrupt_until_done(time.monotonic() + 5)
+    assert done is not None and done[0].text().strip() == "interrupted"
+    # the marker sent again may print twice: a copy of an earlier command's never ends a later one
+    stale = f"printf '\\n%s %d %d\\n' {shell._marker} {shell._number} 0"
+    later = shell.run(f"{stale}; echo after", 10)
+    assert later.output == "after" and later.exit_code == 0 and not later.restarted
 
 
 def test_a_command_that_ignores_the_interrupt_or_ends_the_shell_costs_the_shell(shell: SandboxShell) -> None:
