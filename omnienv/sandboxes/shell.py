@@ -39,7 +39,7 @@ from omnienv.sandboxes.sandbox import Sandbox, process_tree
 
 __all__ = ["CommandResult", "SandboxShell"]
 
-_GRACE_S = 5.0  # for an interrupted command to give the prompt back (a busy machine is slow to)
+_GRACE_S = 10.0  # for an interrupted command to give the prompt back (a busy machine is slow to)
 _START_S = 15.0
 _REINTERRUPT_S = 0.5
 

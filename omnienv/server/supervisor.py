@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import multiprocessing
+import os
 import secrets
 import shutil
 import signal
@@ -58,6 +59,7 @@ it is pickled into each worker, so it must be importable by name (no lambdas).""
 GRACE = 15.0
 """Seconds a stopping worker gets (uvicorn gives requests 5 of them) before SIGKILL."""
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_SOCKET_PATH_BYTES = 107
 _SPREAD = sys.platform.startswith("linux") and hasattr(socket, "SO_REUSEPORT")
 """Linux spreads a port's connections over the sockets bound to it with SO_REUSEPORT (BSDs do not)."""
 _PR_SET_PDEATHSIG = 1
@@ -134,6 +136,16 @@ def _listeners(sock: socket.socket, workers: int) -> list[socket.socket]:
     return spread
 
 
+def _private_directory(workers: int) -> str:
+    """A new directory (mode 0700: this user's alone) for the workers' private sockets: under
+    TMPDIR, or under /tmp where TMPDIR is too deep for a socket's path (107 bytes on Linux)."""
+    directory = tempfile.mkdtemp(prefix="omnienv-workers-")
+    if len(os.fsencode(os.path.join(directory, f"worker-{workers - 1}.sock"))) <= _SOCKET_PATH_BYTES:
+        return directory
+    os.rmdir(directory)
+    return tempfile.mkdtemp(prefix="omnienv-workers-", dir="/tmp")
+
+
 def serve_workers(factory: AppFactory, config: ServerConfig, sock: socket.socket, workers: int, **options: Any) -> None:
     """Serve ``factory``'s app on ``sock`` with ``workers`` processes until SIGINT or SIGTERM.
 
@@ -144,7 +156,7 @@ def serve_workers(factory: AppFactory, config: ServerConfig, sock: socket.socket
     check_workers(workers, config)
     token = secrets.token_urlsafe(32)
     host, port = sock.getsockname()[:2]
-    directory = tempfile.mkdtemp(prefix="omnienv-workers-")  # mode 0700: this user's alone
+    directory = _private_directory(workers)
     context = multiprocessing.get_context("spawn")
     processes: list[BaseProcess] = []
     listeners: list[socket.socket] = []

@@ -97,4 +97,4 @@ def test_serve_nemo_gym_serves_its_routes_alone(monkeypatch: Any) -> None:
     assert {"/seed_session", "/verify", "/reset", "/step", "/close", "/guess"} <= paths
     assert "/ws" not in paths and "/mcp" not in paths  # NeMo's agents post to /reset and /step: ours stay out
     refused = runner.invoke(app, ["serve", "wordle", "--nemo-gym", "--agent-only"])
-    assert refused.exit_code != 0 and "drop --ray and --agent-only" in refused.output
+    assert refused.exit_code != 0 and "drop --ray and --agent-only" in " ".join(refused.output.split())  # wrapped

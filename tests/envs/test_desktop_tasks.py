@@ -234,7 +234,7 @@ async def describe(desktop: DesktopSession) -> str:
     return f"windows {windows}; selection {await desktop.selection()}; files {homes}"
 
 
-async def until(check: Check, desktop: DesktopSession, what: str, timeout: float = 10.0) -> None:
+async def until(check: Check, desktop: DesktopSession, what: str, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while not await check(desktop):
         if time.monotonic() > deadline:

@@ -16,9 +16,11 @@ import contextlib
 import errno
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -496,8 +498,19 @@ def test_an_agent_only_server_of_two_workers_serves_the_operators_episodes() -> 
 # -- processes ---------------------------------------------------------------------------------
 
 
+@pytest.fixture
+def short_tmp() -> Iterator[Path]:
+    """A TMPDIR short enough for the workers' socket paths (pytest's own, under xdist, is not)."""
+    path = Path(tempfile.mkdtemp(prefix="ow-", dir="/tmp"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
 @pytest.mark.parametrize("lean", [False, True], ids=["omnienv serve", "python -m omnienv.app"])
-def test_sigterm_stops_every_worker_and_removes_the_private_sockets(tmp_path: Path, lean: bool) -> None:
+def test_sigterm_stops_every_worker_and_removes_the_private_sockets(short_tmp: Path, lean: bool) -> None:
+    tmp_path = short_tmp
     with server(env={**os.environ, "TMPDIR": str(tmp_path)}, lean=lean) as srv:
         pids = srv.workers().values()
         assert [p.name for p in tmp_path.iterdir() if p.name.startswith("omnienv-workers-")]
@@ -516,7 +529,8 @@ def test_a_worker_that_dies_stops_the_server_with_an_error() -> None:
         assert "omnienv-worker-1" in srv.log.read_text() and "SIGKILL" in srv.log.read_text()
 
 
-def test_no_worker_outlives_its_supervisor_or_its_process_group(tmp_path: Path) -> None:
+def test_no_worker_outlives_its_supervisor_or_its_process_group(short_tmp: Path) -> None:
+    tmp_path = short_tmp
     with server(env={**os.environ, "TMPDIR": str(tmp_path)}) as srv:
         pids = srv.workers().values()
         os.kill(srv.proc.pid, signal.SIGKILL)  # the supervisor alone: its workers get the parent-death signal
