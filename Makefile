@@ -38,12 +38,13 @@ SOURCES := omnienv omnienv_verifiers tests benchmarks examples scripts
 
 # The peers' virtualenvs (tests/peerenv.py) are built two at a time beside the lint and the first
 # tests, instead of each one stalling the first test that needs it; their pip output goes to
-# .venvs/prebuild.log. A test that needs one still being built waits for it.
+# .venvs/prebuild.log. A test that needs one still being built waits for it. The suite runs on two
+# pytest-xdist workers, a module (or a package with fixtures of its own) at a time: tests/conftest.py.
 test: install
 	@mkdir -p .venvs
 	$(BIN)/python -m tests.peerenv > .venvs/prebuild.log 2>&1 & prebuild=$$!; \
 	$(BIN)/ruff check $(SOURCES) && $(BIN)/ruff format --check $(SOURCES) && $(BIN)/mypy \
-	&& $(BIN)/pytest -q --durations=25 --cov=omnienv --cov-report=term-missing:skip-covered --cov-fail-under=88; \
+	&& $(BIN)/pytest -q -n 2 --dist loadscope --no-loadscope-reorder --durations=25 --cov=omnienv --cov-report=term-missing:skip-covered --cov-fail-under=88; \
 	status=$$?; wait $$prebuild; exit $$status
 
 lint: install

@@ -75,9 +75,11 @@ _images = Images()
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: Any, items: list[pytest.Item]) -> None:
-    """These tests go last, and their images start building now, while the rest of the run goes on."""
+    """These tests go last, and their images start building now, while the rest of the run goes on.
+    Under pytest-xdist every worker collects them and one runs them: that one makes the images,
+    when it takes these tests (they go first, see tests/conftest.py)."""
     ours = [item for item in items if "tests/deploy/test_images.py" in item.nodeid]
-    if ours:
+    if ours and not os.environ.get("PYTEST_XDIST_WORKER"):
         items[:] = [item for item in items if item not in ours] + ours
         _images.start()
 

@@ -18,7 +18,6 @@ from typing import Any
 import pytest
 
 from tests.matrix.cells import CELLS, ENVS
-from tests.matrix.conftest import RESULTS
 from tests.matrix.reference import reference
 
 FRAMEWORKS = (
@@ -80,13 +79,15 @@ def check(framework: str, env: str) -> None:
 
 @pytest.mark.parametrize("env", ENVS)
 @pytest.mark.parametrize("framework", FRAMEWORKS)
-def test_cell(framework: str, env: str) -> None:
+def test_cell(framework: str, env: str, record_property: Any) -> None:
+    """Its outcome goes into its report as the property ``matrix``: the process that reports the
+    run prints the table (tests/conftest.py), under pytest-xdist too, where cells run in a worker."""
     try:
         check(framework, env)
     except AssertionError as exc:
-        RESULTS[framework, env] = "FAIL " + str(exc).split("\n")[0]
+        record_property("matrix", (framework, env, "FAIL " + str(exc).split("\n")[0]))
         raise
     except Exception as exc:
-        RESULTS[framework, env] = f"ERROR {type(exc).__name__}"
+        record_property("matrix", (framework, env, f"ERROR {type(exc).__name__}"))
         raise
-    RESULTS[framework, env] = "ok"
+    record_property("matrix", (framework, env, "ok"))

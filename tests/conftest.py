@@ -1,0 +1,78 @@
+"""How ``make test`` shares the suite between its two pytest-xdist workers.
+
+Most of the suite waits (on servers, kernels, displays, peers' virtualenvs being built), so two
+workers finish it in far less time than one on a 2-core machine. Tests go to a worker a module at
+a time, so module fixtures are made once; a package whose fixtures outlive its modules goes whole
+to one worker: one Ray instance for tests/ray, one browser for tests/ui, one Docker daemon and its
+images for tests/deploy. The longest go first (the images start building as soon as a worker takes
+them), so that no worker is left with a long one at the end while the other waits.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+
+PACKAGES_ON_ONE_WORKER = ("tests/ray/", "tests/ui/", "tests/deploy/")
+LONGEST_FIRST = (
+    "tests/deploy/",
+    "tests/peers/test_trl_learning.py",
+    "tests/envs/test_jupyter.py",
+    "tests/matrix/",
+    "tests/envs/test_jupyter_tasks.py",
+    "tests/peers/test_verifiers.py",
+)
+"""Where the run's time goes, longest first (``--durations`` of a whole run)."""
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # each worker collects all; the scheduler hands them out in this order
+        rank = {prefix: index for index, prefix in enumerate(LONGEST_FIRST)}
+        items.sort(key=lambda item: next((rank[p] for p in LONGEST_FIRST if item.nodeid.startswith(p)), len(rank)))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByModule(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            for package in PACKAGES_ON_ONE_WORKER:
+                if nodeid.startswith(package):
+                    return package
+            return nodeid.split("::", 1)[0]
+
+    return ByModule(config, log)
+
+
+# -- the matrix's table (tests/matrix), printed at the end of the run by the process that reports it
+
+MATRIX: dict[tuple[str, str], str] = {}
+"""``(framework, env) -> "ok"`` or what failed, from each cell's ``matrix`` property."""
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    for name, value in report.user_properties:
+        if name == "matrix":
+            framework, env, outcome = value
+            MATRIX[framework, env] = outcome
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if not MATRIX:
+        return
+    from tests.matrix.cells import ENVS
+
+    frameworks = list(dict.fromkeys(framework for framework, _ in MATRIX))
+    width = max(len(framework) for framework in frameworks)
+    columns = [max(30, len(env)) for env in ENVS]
+    terminalreporter.section("every reference environment in every framework")
+    header = "  ".join(env.ljust(c) for env, c in zip(ENVS, columns, strict=True))
+    terminalreporter.write_line(" " * width + "  " + header)
+    for framework in frameworks:
+        row = [MATRIX.get((framework, env), "not run")[:c].ljust(c) for env, c in zip(ENVS, columns, strict=True)]
+        terminalreporter.write_line(framework.ljust(width) + "  " + "  ".join(row))
+    passed = sum(outcome == "ok" for outcome in MATRIX.values())
+    terminalreporter.write_line(f"{passed} of {len(MATRIX)} cells ok")
