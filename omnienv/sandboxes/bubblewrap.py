@@ -9,8 +9,10 @@ that sandbox's processes and one session's fork bomb cannot starve another's.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
+import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -172,4 +174,18 @@ def bwrap_command(
     cmd += ["--remount-ro", "/", "--chdir", HOME]  # the root holds only mount points: make it read-only
     for key, value in (env or {}).items():
         cmd += ["--setenv", key, value]
-    return [*cmd, "--", *limits.prlimit_args(), *argv]
+    return [*cmd, "--", *limits.prlimit_args(), *_default_signals(), *argv]
+
+
+@functools.cache
+def _default_signals() -> list[str]:
+    """``env --default-signal``, where coreutils has it (8.31 on): the program starts with every
+    signal at its default. An ignored signal is inherited through fork and exec, and a server
+    started in the background of a script (``&``) or under ``nohup`` ignores SIGINT or SIGHUP:
+    without this, a command in a sandbox shell would shrug off the shell's Ctrl-C."""
+    argv = ["env", "--default-signal"]
+    try:
+        supported = subprocess.run([*argv, "true"], env=LAUNCH_ENV, capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        supported = False
+    return argv if supported else []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import time
 from collections.abc import Iterator
 
@@ -15,14 +16,21 @@ ENV = {"HOME": "/home/user", "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
 
 
 @pytest.fixture
-def shell() -> Iterator[SandboxShell]:
+def shell(request: pytest.FixtureRequest) -> Iterator[SandboxShell]:
+    """A started shell; with the parameter ``"host ignores SIGINT"``, started by a process that
+    ignores SIGINT (as a server started in the background of a script does: children inherit it)."""
     sandbox = Sandbox()
     (sandbox.work_dir / "app").mkdir()
     shell = SandboxShell(
         sandbox, workdir="/app", env=ENV, binds=[(str(sandbox.work_dir / "app"), "/app")], output_bytes=4000
     )
     try:
-        shell.start()
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if getattr(request, "param", None) else None
+        try:
+            shell.start()
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGINT, previous)
         yield shell
     finally:
         shell.close()
@@ -40,6 +48,7 @@ def test_directory_variables_and_jobs_persist(shell: SandboxShell) -> None:
     assert shell.run("echo oops >&2; exit_code=3; (exit $exit_code)", 10) == type(first)("oops", 3)
 
 
+@pytest.mark.parametrize("shell", [None, "host ignores SIGINT"], indirect=True)
 def test_a_command_past_its_timeout_is_interrupted_and_background_jobs_survive(shell: SandboxShell) -> None:
     shell.run("sleep 60 &", 10)
     slow = shell.run("echo before; sleep 30; echo never", 0.5)
