@@ -2,10 +2,13 @@
 
 Most of the suite waits (on servers, kernels, displays, peers' virtualenvs being built), so two
 workers finish it in far less time than one on a 2-core machine. Tests go to a worker a module at
-a time, so module fixtures are made once; a package whose fixtures outlive its modules goes whole
-to one worker: one Ray instance for tests/ray, one browser for tests/ui, one Docker daemon and its
-images for tests/deploy. The longest go first (the images start building as soon as a worker takes
-them), so that no worker is left with a long one at the end while the other waits.
+a time, so module fixtures are made once; a module without fixtures of its own goes a test at a
+time (the matrix's cells), and a package whose fixtures outlive its modules goes whole to one
+worker: one Ray instance for tests/ray, one browser for tests/ui. The longest go first, so that no
+worker is left with a long one at the end while the other waits.
+
+tests/deploy goes last, and always to the first worker: that worker starts making its Docker
+daemon and images when it collects the suite (tests/deploy/conftest.py), so they are ready by then.
 """
 
 from __future__ import annotations
@@ -16,21 +19,33 @@ from typing import Any
 import pytest
 
 PACKAGES_ON_ONE_WORKER = ("tests/ray/", "tests/ui/", "tests/deploy/")
+ONE_TEST_AT_A_TIME = ("tests/matrix/test_matrix.py", "tests/peers/test_verifiers.py")
+"""Modules whose tests share no fixture of the module's: each test can go to either worker."""
 LONGEST_FIRST = (
-    "tests/deploy/",
     "tests/peers/test_trl_learning.py",
     "tests/envs/test_jupyter.py",
     "tests/matrix/",
     "tests/envs/test_jupyter_tasks.py",
     "tests/peers/test_verifiers.py",
+    "tests/security/test_jupyter_answers.py",
+    "tests/peers/test_trl_async.py",
 )
 """Where the run's time goes, longest first (``--durations`` of a whole run)."""
+LAST = "tests/deploy/"
+IMAGE_WORKER = "gw0"
+"""The worker that makes the images and runs tests/deploy."""
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     if os.environ.get("PYTEST_XDIST_WORKER"):  # each worker collects all; the scheduler hands them out in this order
         rank = {prefix: index for index, prefix in enumerate(LONGEST_FIRST)}
-        items.sort(key=lambda item: next((rank[p] for p in LONGEST_FIRST if item.nodeid.startswith(p)), len(rank)))
+
+        def place(item: pytest.Item) -> int:
+            if item.nodeid.startswith(LAST):
+                return len(rank) + 1
+            return next((rank[p] for p in LONGEST_FIRST if item.nodeid.startswith(p)), len(rank))
+
+        items.sort(key=place)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -42,7 +57,31 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
             for package in PACKAGES_ON_ONE_WORKER:
                 if nodeid.startswith(package):
                     return package
-            return nodeid.split("::", 1)[0]
+            module = nodeid.split("::", 1)[0]
+            return nodeid if module in ONE_TEST_AT_A_TIME else module
+
+        def _takes(self, node: Any, scope: str) -> bool:
+            return scope != LAST or node.gateway.id == IMAGE_WORKER
+
+        def _assign_work_unit(self, node: Any) -> None:
+            scope = next((scope for scope in self.workqueue if self._takes(node, scope)), None)
+            if scope is None:
+                return
+            work_unit = self.workqueue.pop(scope)
+            self.assigned_work.setdefault(node, {})[scope] = work_unit
+            collection = self.registered_collections[node]
+            node.send_runtest_some([collection.index(nodeid) for nodeid, done in work_unit.items() if not done])
+
+        def _reschedule(self, node: Any) -> None:
+            if node.shutting_down:
+                return
+            pending = self._pending_of(self.assigned_work.get(node, {}))
+            if not any(self._takes(node, scope) for scope in self.workqueue):
+                if not pending:  # nothing left that this worker may take
+                    node.shutdown()
+                return
+            if pending <= 2:
+                self._assign_work_unit(node)
 
     return ByModule(config, log)
 

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from omnienv.deploy import build_image
+from tests.conftest import IMAGE_WORKER
 from tests.deploy.daemon import make_base_image, pip_ca_bundle, private_daemon
 
 IMAGES = ("wordle", "jupyter")
@@ -76,11 +77,14 @@ _images = Images()
 
 def pytest_collection_modifyitems(session: pytest.Session, config: Any, items: list[pytest.Item]) -> None:
     """These tests go last, and their images start building now, while the rest of the run goes on.
-    Under pytest-xdist every worker collects them and one runs them: that one makes the images,
-    when it takes these tests (they go first, see tests/conftest.py)."""
+    Under pytest-xdist every worker collects them and the first one runs them (tests/conftest.py):
+    that one makes the images."""
     ours = [item for item in items if "tests/deploy/test_images.py" in item.nodeid]
-    if ours and not os.environ.get("PYTEST_XDIST_WORKER"):
+    if not ours:
+        return
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
         items[:] = [item for item in items if item not in ours] + ours
+    if os.environ.get("PYTEST_XDIST_WORKER", IMAGE_WORKER) == IMAGE_WORKER:
         _images.start()
 
 
