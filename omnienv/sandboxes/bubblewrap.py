@@ -27,6 +27,7 @@ __all__ = [
     "SandboxUnavailableError",
     "bwrap_command",
     "bwrap_path",
+    "dies_with_parent",
     "python_paths",
 ]
 
@@ -177,6 +178,36 @@ def bwrap_command(
     return [*cmd, "--", *limits.prlimit_args(), *_default_signals(), *argv]
 
 
+_CHECK_PARENT = 'test "$PPID" = "$0" && exec "$@"'
+
+
+def dies_with_parent(command: Sequence[str], parent: int | None = None) -> list[str]:
+    """``command``, killed when the process that starts it dies, from before its first instruction.
+
+    bubblewrap's own ``--die-with-parent`` is armed only once bwrap runs: an owner killed in the
+    milliseconds between its fork and that left an orphan bwrap (outside the sandbox's cgroup too,
+    where the owner had not yet moved it). ``setpriv --pdeathsig`` arms the signal first, and a
+    shell then checks that the parent is still ``parent`` (this process): one that died in between
+    cannot signal any more. Without setpriv (util-linux 2.33 on), ``command`` as it is.
+    """
+    if not _has_setpriv():
+        return list(command)
+    owner = str(os.getpid() if parent is None else parent)
+    return ["setpriv", "--pdeathsig", "KILL", "--", "/bin/sh", "-c", _CHECK_PARENT, owner, *command]
+
+
+@functools.cache
+def _has_setpriv() -> bool:
+    return _runs(["setpriv", "--pdeathsig", "KILL", "--", "true"])
+
+
+def _runs(argv: list[str]) -> bool:
+    try:
+        return subprocess.run(argv, env=LAUNCH_ENV, capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
 @functools.cache
 def _default_signals() -> list[str]:
     """``env --default-signal``, where coreutils has it (8.31 on): the program starts with every
@@ -184,8 +215,4 @@ def _default_signals() -> list[str]:
     started in the background of a script (``&``) or under ``nohup`` ignores SIGINT or SIGHUP:
     without this, a command in a sandbox shell would shrug off the shell's Ctrl-C."""
     argv = ["env", "--default-signal"]
-    try:
-        supported = subprocess.run([*argv, "true"], env=LAUNCH_ENV, capture_output=True, timeout=10).returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
-        supported = False
-    return argv if supported else []
+    return argv if _runs([*argv, "true"]) else []

@@ -41,7 +41,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from omnienv.sandboxes.bubblewrap import HOME, LAUNCH_ENV, Limits, SandboxUnavailableError, bwrap_command
+from omnienv.sandboxes.bubblewrap import (
+    HOME,
+    LAUNCH_ENV,
+    Limits,
+    SandboxUnavailableError,
+    bwrap_command,
+    dies_with_parent,
+)
 from omnienv.sandboxes.cgroups import Cgroup, probe
 
 __all__ = ["Sandbox", "preflight", "sweep_stale"]
@@ -194,7 +201,7 @@ class Sandbox:
                 binds=binds,
             )
             process = subprocess.Popen(
-                command,
+                dies_with_parent(command),
                 stdin=stdin,
                 stdout=stdout,
                 stderr=stderr,

@@ -1,0 +1,57 @@
+"""A sandboxed program's launch: bound to the process that starts it, before its first instruction."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from omnienv.sandboxes.bubblewrap import dies_with_parent
+
+
+def test_a_command_whose_owner_died_before_it_started_never_runs(tmp_path: Path) -> None:
+    ran = tmp_path / "ran"
+    touch = ["/bin/sh", "-c", f"touch {ran}"]
+    # pid 1 stands for an owner that died between the fork and the command: the orphan's parent
+    # is then init (or a subreaper), never the owner
+    assert subprocess.run(dies_with_parent(touch, parent=1)).returncode != 0 and not ran.exists()
+    assert subprocess.run(dies_with_parent(touch)).returncode == 0 and ran.exists()
+
+
+OWNER = """
+import subprocess, sys
+from omnienv.sandboxes.bubblewrap import dies_with_parent
+print(subprocess.Popen(dies_with_parent(["sleep", "60"])).pid, flush=True)
+sys.stdin.read()
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_a_command_dies_with_the_process_that_started_it() -> None:
+    owner = subprocess.Popen([sys.executable, "-c", OWNER], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    pid = None
+    try:
+        assert owner.stdout is not None
+        pid = int(owner.stdout.readline())
+        owner.kill()
+        owner.wait()
+        deadline = time.monotonic() + 10
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert not _alive(pid), "the command outlived the process that started it"
+    finally:
+        owner.kill()
+        owner.wait()
+        if pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, 9)
