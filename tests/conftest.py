@@ -22,15 +22,18 @@ PACKAGES_ON_ONE_WORKER = ("tests/ray/", "tests/ui/", "tests/deploy/")
 ONE_TEST_AT_A_TIME = ("tests/matrix/test_matrix.py", "tests/peers/test_verifiers.py")
 """Modules whose tests share no fixture of the module's: each test can go to either worker."""
 LONGEST_FIRST = (
-    "tests/peers/test_trl_learning.py",
     "tests/envs/test_jupyter.py",
-    "tests/matrix/",
     "tests/envs/test_jupyter_tasks.py",
-    "tests/peers/test_verifiers.py",
     "tests/security/test_jupyter_answers.py",
+    "tests/security/test_jupyter_leaks.py",
+    "tests/envs/test_terminal_tasks.py",
+    "tests/peers/test_trl_learning.py",
+    "tests/matrix/",
+    "tests/peers/test_verifiers.py",
     "tests/peers/test_trl_async.py",
 )
-"""Where the run's time goes, longest first (``--durations`` of a whole run)."""
+"""Where the run's time goes, longest first (``--durations`` of a whole run); those that need no
+peer's virtualenv first, while tests/peerenv.py builds them (in the order of FIRST_NEEDED)."""
 LAST = "tests/deploy/"
 IMAGE_WORKER = "gw0"
 """The worker that makes the images and runs tests/deploy."""

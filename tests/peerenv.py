@@ -71,8 +71,9 @@ def _compile_kernel_bytecode(python: Path) -> None:
     subprocess.run([str(python), "-c", script], check=True, cwd=ROOT)
 
 
-FIRST_NEEDED = ("minisweagent", "inspect", "openenv", "nemo_gym", "trl", "openreward")
-"""Peers in the order the suite first asks for them (tests/agents, tests/capture, tests/dialects...)."""
+FIRST_NEEDED = ("trl", "verifiers", "verifiers03", "nemo_gym", "openenv", "minisweagent", "inspect", "openreward")
+"""Peers in the order the suite first asks for them (tests/conftest.py: the training test, the
+matrix, the Verifiers tests, then tests/agents, tests/capture...)."""
 
 
 def prebuild(jobs: int = 2) -> None:

@@ -88,7 +88,7 @@ def make_base_image(env: dict[str, str]) -> str:
             ["nice", "-n", "19", "debootstrap", "--variant=minbase", "bookworm", rootfs, MIRROR],
             capture_output=True,
             text=True,
-            timeout=900,
+            timeout=2400,  # niced: while the suite keeps both cores busy it gets what they leave
         )
         assert done.returncode == 0, f"debootstrap failed:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
         for cache in ("var/cache/apt/archives", "var/lib/apt/lists"):
