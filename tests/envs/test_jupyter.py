@@ -209,8 +209,9 @@ def test_bombs_in_one_served_session_leave_the_server_and_other_sessions_alone(s
         other.step(ToolCall("add_and_execute_code_cell", {"code": "kept = 5"}))
         fork = bomb.step(ToolCall("add_and_execute_code_cell", {"code": "import os\nwhile True:\n    os.fork()"}))
         assert fork.failure is None, fork  # the agent's doing: an ordinary outcome, never a masked one
-        if fork.done:  # the forks together used up the sandbox's memory and took the kernel with them
-            assert fork.info["ended_by_agent"]["reason"] in ("memory_limit", "kernel_died"), fork.info
+        if fork.done:  # the forks used up the sandbox's memory and took the kernel with them, or (on a
+            # busy machine) kept it from answering the interrupt before the cell's time limit
+            assert fork.info["ended_by_agent"]["reason"] in ("memory_limit", "kernel_died", "time_limit"), fork.info
             bomb.reset("train/fib_mod-0")
         memory = bomb.step(ToolCall("add_and_execute_code_cell", {"code": "x = bytearray(2**40)"}))
         assert memory.failure is None and "MemoryError" in memory.observation.text
