@@ -9,11 +9,15 @@ that sandbox's processes and one session's fork bomb cannot starve another's.
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import os
 import shutil
+import struct
 import subprocess
 import sys
+import termios
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +32,7 @@ __all__ = [
     "bwrap_command",
     "bwrap_path",
     "dies_with_parent",
+    "gate_taken",
     "python_paths",
 ]
 
@@ -216,3 +221,26 @@ def _default_signals() -> list[str]:
     without this, a command in a sandbox shell would shrug off the shell's Ctrl-C."""
     argv = ["env", "--default-signal"]
     return argv if _runs([*argv, "true"]) else []
+
+
+_SETUP_S = 30.0  # for bwrap to make its mounts and read the gate, on a busy machine
+
+
+def gate_taken(gate_write: int, process: subprocess.Popen[bytes]) -> bool:
+    """Whether bwrap, started with ``block_fd`` the read end of the ``gate_write`` pipe and sent its
+    byte, read it: then its mounts succeeded and the program starts. The write alone does not
+    tell: bwrap's outer process holds the gate open while its child fails a mount."""
+    deadline = time.monotonic() + _SETUP_S
+    pause = 0.0005
+    while _unread(gate_write):
+        if process.poll() is not None:
+            return not _unread(gate_write)
+        if time.monotonic() >= deadline:
+            return True  # slow rather than failed: the caller's own readiness wait decides
+        time.sleep(pause)
+        pause = min(2 * pause, 0.01)
+    return True
+
+
+def _unread(pipe_fd: int) -> int:
+    return int(struct.unpack("i", fcntl.ioctl(pipe_fd, termios.FIONREAD, b"\0\0\0\0"))[0])

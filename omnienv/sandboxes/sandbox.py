@@ -48,6 +48,7 @@ from omnienv.sandboxes.bubblewrap import (
     SandboxUnavailableError,
     bwrap_command,
     dies_with_parent,
+    gate_taken,
 )
 from omnienv.sandboxes.cgroups import Cgroup, probe
 
@@ -225,14 +226,17 @@ class Sandbox:
             raise RuntimeError(f"cannot move the sandbox into its cgroup: {exc}") from exc
         try:
             os.write(gate_write, b"1")  # bwrap may start the program now
+            started = gate_taken(gate_write, process)
         except BrokenPipeError:  # bwrap died before it read the gate: it never started the program
+            started = False
+        finally:
+            os.close(gate_write)
+        if not started:
             self._kill_process(process)
             raise SandboxUnavailableError(
                 f"bubblewrap exited (status {process.returncode}) before it started {argv[0]!r}; "
                 "its own message, if any, went to the program's stderr"
-            ) from None
-        finally:
-            os.close(gate_write)
+            )
         return process
 
     def _join_cgroup(self, pid: int) -> None:

@@ -64,6 +64,12 @@ def test_a_marker_line_lost_to_a_ctrl_c_goes_again_and_an_earlier_commands_marke
     # is never sent at all, and the interrupt rounds must send it again instead of waiting it out
     shell._number += 1
     shell._send("echo interrupted\n")
+    # the first Ctrl-C must find bash waiting for its next line: one that reaches it while it reads
+    # this one would cut the line itself
+    deadline = time.monotonic() + 10
+    with shell._cond:
+        while b"interrupted" not in shell._pending + bytes(shell._capture.head) and time.monotonic() < deadline:
+            shell._cond.wait(0.05)
     done = shell._interrupt_until_done(time.monotonic() + 5)
     assert done is not None and done[0].text().strip() == "interrupted"
     # the marker sent again may print twice: a copy of an earlier command's never ends a later one
