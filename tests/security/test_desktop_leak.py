@@ -3,7 +3,8 @@
 Each episode is played over the wire and tries one escape: many forked processes, detached ones
 (``setsid``, double fork, ``nohup``), memory spread over several processes (past the sandbox's
 total), or filling the home directory, ``/tmp`` and ``/dev/shm``. Afterwards no process, mount,
-temp directory or cgroup of theirs may exist, nor their X servers.
+temp directory or cgroup of theirs may exist, nor their X servers. Other tests make desktops beside
+this one (the suite runs on several workers), so this test's sandboxes get a name prefix of their own.
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ import time
 import uuid
 from pathlib import Path
 
+import pytest
+
+import omnienv.sandboxes.xvfb.display as display_module
 from omnienv.sandboxes.bubblewrap import Limits
 from omnienv.sandboxes.xvfb import PREFIX, DisplaySpec
 from tests.security._desktop import act, agent, live_desktop, needs_x, processes_with, served_desktop
@@ -38,22 +42,22 @@ ESCAPES = {
 }
 
 
-def omnienv_temp_dirs() -> set[str]:
-    return {entry.name for entry in os.scandir(tempfile.gettempdir()) if entry.name.startswith(PREFIX)}
+def temp_dirs(prefix: str) -> set[str]:
+    return {entry.name for entry in os.scandir(tempfile.gettempdir()) if entry.name.startswith(prefix)}
 
 
-def omnienv_cgroups() -> set[str]:
+def cgroups(prefix: str) -> set[str]:
     found = set()
-    for parent in Path("/sys/fs/cgroup").glob("*/omnienv"):
-        found.update(str(child) for child in parent.iterdir() if child.name.startswith(PREFIX))
-    if Path("/sys/fs/cgroup/omnienv").is_dir():  # cgroup v2
-        found.update(str(child) for child in Path("/sys/fs/cgroup/omnienv").iterdir() if child.name.startswith(PREFIX))
+    for parent in [*Path("/sys/fs/cgroup").glob("*/omnienv"), Path("/sys/fs/cgroup/omnienv")]:  # v1, v2
+        if parent.is_dir():
+            found.update(str(child) for child in parent.iterdir() if child.name.startswith(prefix))
     return found
 
 
-def test_twenty_escaping_episodes_leave_nothing_behind() -> None:
+def test_twenty_escaping_episodes_leave_nothing_behind(monkeypatch: pytest.MonkeyPatch) -> None:
     marker = f"leak-{uuid.uuid4().hex}"
-    temp_before, cgroups_before = omnienv_temp_dirs(), omnienv_cgroups()
+    prefix = f"{PREFIX}{marker[5:17]}-"
+    monkeypatch.setattr(display_module, "PREFIX", prefix)
     roots: list[Path] = []
     servers: list[int] = []
     outputs: list[str] = []
@@ -91,8 +95,8 @@ def test_twenty_escaping_episodes_leave_nothing_behind() -> None:
         mounts = f.read()
     assert not [root for root in roots if str(root) in mounts], "mounts outlived their episodes"
     assert not [root for root in roots if root.exists()], "temp dirs outlived their episodes"
-    assert omnienv_temp_dirs() <= temp_before, omnienv_temp_dirs() - temp_before
-    assert omnienv_cgroups() <= cgroups_before, omnienv_cgroups() - cgroups_before
-    assert all(root.name.startswith(PREFIX) for root in roots)
+    assert not temp_dirs(prefix), temp_dirs(prefix)
+    assert not cgroups(prefix), cgroups(prefix)
+    assert len(roots) == 20 and all(root.name.startswith(prefix) for root in roots)
     assert [text.count("No space left") for text in outputs if "filled" in text] == [3] * 5, outputs  # capped
     assert time.monotonic() - started < 90
