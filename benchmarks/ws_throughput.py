@@ -409,6 +409,17 @@ def report(results: list[LevelResult], startup: dict[str, float], console: Any, 
             add(
                 f"{attr[:3]} at {low}: omnienv / {base}", ours_low, by.get((base, low)), attr, targets["latency"], False
             )
+    # The stack's own limit, for scale: what the bare echo server's latency is to OpenEnv's. A target
+    # at or below it cannot be met by any server on this stack and machine.
+    echo_low = by.get(("echo", low))
+    for base in ("openenv-mcp", "openenv-plain"):
+        theirs = by.get((base, low))
+        for attr in ("p50_ms", "p99_ms"):
+            if echo_low is not None and theirs is not None and getattr(theirs, attr):
+                value = getattr(echo_low, attr) / getattr(theirs, attr)
+                ratios.add_row(
+                    f"{attr[:3]} at {low}: echo / {base} (the stack's limit)", f"{value:.2f}x", "", "for scale"
+                )
     console.print(ratios)
     if startup:
         console.print("startup to healthy: " + ", ".join(f"{k} {v:.2f} s" for k, v in startup.items()))

@@ -1,47 +1,75 @@
 """``@tool``: turn a typed, documented method into an action the agent can call.
 
-The JSON Schema and the argument validator are built once, when the environment class is
-created, from the signature's type hints and the Google-style docstring, so a step costs one
-pydantic validation and one call, and a wrong tool definition fails at import, not mid-episode.
+The JSON Schema is built once, when the environment class is created, from the signature's type
+hints and the Google-style docstring, so a wrong tool definition fails at import, not
+mid-episode. A step costs one type check (arguments that are already plain strings, numbers and
+booleans) or one pydantic validation.
+
+Tools whose parameters are all bare ``str``/``int``/``float``/``bool`` get their schema without
+pydantic and their validator on first use: a server of such an environment (Wordle) starts
+without building a pydantic model, and a program that only imports it never imports pydantic.
+``tests/core/test_tools.py`` holds that schema to the one pydantic builds.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import inspect
+import math
 import typing
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, TypeVar, overload
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import docstring_parser
-import pydantic
-from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from omnienv.core.errors import EnvironmentDefinitionError, InvalidArgumentsError, UnknownToolError
+
+if TYPE_CHECKING:
+    import pydantic
+    from pydantic import BaseModel
 
 __all__ = ["ToolSpec", "collect_tools", "tool"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 _MARK = "__omnienv_tool__"
 _MISSING = object()
-_PLAIN = (str, int, float, bool)
+_PLAIN_JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean"}
+
+
+@dataclass(frozen=True, slots=True)
+class Parameter:
+    """One parameter of a tool, as its arguments model declares it (``...``: required)."""
+
+    name: str
+    hint: Any
+    default: Any
+    description: str | None
 
 
 @dataclass(frozen=True, slots=True)
 class ToolSpec:
-    """A tool as agents see it (name, description, JSON Schema) plus its bound validator."""
+    """A tool as agents see it (name, description, JSON Schema) plus its bound validator.
+
+    ``arguments_model`` is given, or built from ``declared`` on first need (see the module's
+    docstring).
+    """
 
     name: str
     description: str
     parameters: dict[str, Any]
     function: Callable[..., Any]
     is_async: bool
-    arguments_model: type[BaseModel]
+    arguments_model: type[BaseModel] | None = field(default=None, compare=False)
     renamed: tuple[tuple[str, str], ...] = ()
     plain_types: tuple[tuple[str, type, bool], ...] | None = None
     """(name, type, required) when every parameter is a bare str/int/float/bool: such arguments
     that already have exactly those types need no conversion, so pydantic is skipped for them."""
+    declared: tuple[Parameter, ...] = field(default=(), repr=False)
+    """The parameters as the method declares them: what ``arguments_model`` is built from."""
+    owner: str = ""
+    """The environment class's name (it names the model)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "description": self.description, "parameters": self.parameters}
@@ -55,14 +83,23 @@ class ToolSpec:
             raise InvalidArgumentsError(
                 f"arguments for tool '{self.name}' must be a JSON object, got {type(arguments).__name__}"
             )
+        import pydantic
+
+        model_class = self.arguments_model or self._build_model()
         try:
-            model = self.arguments_model.__pydantic_validator__.validate_python(arguments)
+            model = model_class.__pydantic_validator__.validate_python(arguments)
         except pydantic.ValidationError as exc:
             raise InvalidArgumentsError(self._explain(exc, arguments)) from None
         values: dict[str, Any] = model.__dict__  # a fresh instance: its dict is ours to hand on
         for field_name, parameter in self.renamed:
             values[parameter] = values.pop(field_name)
         return values
+
+    def _build_model(self) -> type[BaseModel]:
+        model, renamed = _arguments_model(f"{self.owner}_{self.name}_arguments", self.declared)
+        object.__setattr__(self, "renamed", renamed)  # a cache: the spec means the same before and after
+        object.__setattr__(self, "arguments_model", model)
+        return model
 
     def _explain(self, exc: pydantic.ValidationError, arguments: Mapping[str, Any]) -> str:
         known = list(self.parameters.get("properties", {}))
@@ -146,9 +183,7 @@ def _build_spec(cls: type, tool_name: str, func: Callable[..., Any], docstring: 
         hints = typing.get_type_hints(func, include_extras=True)
     except NameError as exc:
         raise EnvironmentDefinitionError(f"tool {where}: cannot resolve a type hint ({exc})") from exc
-    fields: dict[str, Any] = {}
-    renamed: list[tuple[str, str]] = []
-    plain: list[tuple[str, type, bool]] = []
+    declared: list[Parameter] = []
     for position, param in enumerate(inspect.signature(func).parameters.values()):
         if position == 0:
             continue  # self
@@ -159,35 +194,83 @@ def _build_spec(cls: type, tool_name: str, func: Callable[..., Any], docstring: 
                 f"tool {where}: parameter '{param.name}' needs a type hint, e.g. '{param.name}: str'"
             )
         default = ... if param.default is param.empty else param.default
-        if hints[param.name] in _PLAIN:
-            plain.append((param.name, hints[param.name], default is ...))
-        field_name = param.name
-        if param.name.startswith("model_") or hasattr(BaseModel, param.name):
-            field_name = f"{param.name}_"
-            renamed.append((field_name, param.name))
-        fields[field_name] = (
-            hints[param.name],
-            Field(default, alias=param.name, description=arg_docs.get(param.name)),
-        )
-    model = create_model(
-        f"{cls.__name__}_{tool_name}_arguments",
-        __config__=ConfigDict(extra="forbid", populate_by_name=False),
-        **fields,
-    )
-    try:
-        schema = model.model_json_schema(by_alias=True)
-    except pydantic.PydanticUserError as exc:
-        raise EnvironmentDefinitionError(f"tool {where}: {exc}") from exc
-    return ToolSpec(
+        declared.append(Parameter(param.name, hints[param.name], default, arg_docs.get(param.name)))
+    spec = ToolSpec(
         name=tool_name,
         description=description,
-        parameters=_clean(schema),
+        parameters={},
         function=func,
         is_async=inspect.iscoroutinefunction(func),
-        arguments_model=model,
-        renamed=tuple(renamed),
-        plain_types=tuple(plain) if len(plain) == len(fields) and not renamed else None,
+        declared=tuple(declared),
+        owner=cls.__name__,
     )
+    plain = None
+    if all(parameter.hint in _PLAIN_JSON_TYPES for parameter in declared):
+        plain = tuple((parameter.name, parameter.hint, parameter.default is ...) for parameter in declared)
+        if all(_is_plain(parameter) for parameter in declared):
+            return dataclasses.replace(spec, parameters=_plain_schema(declared), plain_types=plain)
+    import pydantic
+
+    try:
+        model, renamed = _arguments_model(f"{cls.__name__}_{tool_name}_arguments", spec.declared)
+        schema = model.model_json_schema(by_alias=True)
+    except (pydantic.PydanticUserError, NameError) as exc:  # NameError: pydantic refuses a leading underscore
+        raise EnvironmentDefinitionError(f"tool {where}: {exc}") from exc
+    return dataclasses.replace(
+        spec, parameters=_clean(schema), arguments_model=model, renamed=renamed, plain_types=plain
+    )
+
+
+def _is_plain(parameter: Parameter) -> bool:
+    """A schema pydantic would accept and write as :func:`_plain_schema` does: a name pydantic
+    takes, a default (if any) of exactly the hinted type, and finite."""
+    if parameter.name.startswith("_"):
+        return False
+    default = parameter.default
+    if default is ...:
+        return True
+    return type(default) is parameter.hint and not (type(default) is float and not math.isfinite(default))
+
+
+def _plain_schema(declared: typing.Sequence[Parameter]) -> dict[str, Any]:
+    """The JSON Schema pydantic gives such parameters (keys sorted as pydantic sorts them)."""
+    properties: dict[str, Any] = {}
+    for parameter in declared:
+        prop: dict[str, Any] = {}
+        if parameter.default is not ...:
+            prop["default"] = parameter.default
+        if parameter.description is not None:
+            prop["description"] = parameter.description
+        prop["type"] = _PLAIN_JSON_TYPES[parameter.hint]
+        properties[parameter.name] = prop
+    schema: dict[str, Any] = {"additionalProperties": False, "properties": properties}
+    required = [parameter.name for parameter in declared if parameter.default is ...]
+    if required:
+        schema["required"] = required
+    schema["type"] = "object"
+    return schema
+
+
+def _arguments_model(
+    model_name: str, declared: typing.Sequence[Parameter]
+) -> tuple[type[BaseModel], tuple[tuple[str, str], ...]]:
+    """The pydantic model that validates a tool's arguments, and the fields renamed for it (a
+    parameter named like a ``BaseModel`` attribute gets a trailing underscore)."""
+    from pydantic import BaseModel, ConfigDict, Field, create_model
+
+    fields: dict[str, Any] = {}
+    renamed: list[tuple[str, str]] = []
+    for parameter in declared:
+        field_name = parameter.name
+        if field_name.startswith("model_") or hasattr(BaseModel, field_name):
+            field_name = f"{field_name}_"
+            renamed.append((field_name, parameter.name))
+        fields[field_name] = (
+            parameter.hint,
+            Field(parameter.default, alias=parameter.name, description=parameter.description),
+        )
+    model = create_model(model_name, __config__=ConfigDict(extra="forbid", populate_by_name=False), **fields)
+    return model, tuple(renamed)
 
 
 def _clean(schema: dict[str, Any]) -> dict[str, Any]:

@@ -1,6 +1,9 @@
 from __future__ import annotations
 
-from typing import Literal
+import json
+import subprocess
+import sys
+from typing import Any, Literal
 
 import pytest
 
@@ -136,3 +139,109 @@ def test_subclass_inherits_and_overrides_tools() -> None:
 
     assert set(Child.tools) == {"add", "json"}
     assert list(Child.tools["add"].parameters["properties"]) == ["a"]
+
+
+class Plain(Environment):
+    """Tools whose parameters are all bare str/int/float/bool."""
+
+    @tool
+    def tune(self, word: str, count: int = 3, scale: float = 0.5, loud: bool = True, note: str = "hi") -> str:
+        """Every plain type, with and without defaults and docs.
+
+        Args:
+            word: A word.
+            count: How many.
+            loud: Shout it.
+        """
+        return f"{word} {count} {scale} {loud} {note}"
+
+    @tool
+    def nothing(self) -> str:
+        """No arguments at all."""
+        return "ok"
+
+    @tool
+    def shadow(self, copy: str, model_name: str = "m", schema: int = 1) -> str:
+        """Names pydantic's models use themselves.
+
+        Args:
+            copy: Any text.
+        """
+        return f"{copy} {model_name} {schema}"
+
+
+class NotQuitePlain(Environment):
+    """Plain hints whose defaults pydantic must describe itself."""
+
+    @tool
+    def odd(self, n: int = True, x: float = float("inf"), s: str = None) -> str:  # type: ignore[assignment]  # noqa: RUF013
+        """Defaults of another type than the hint, and a float JSON cannot hold.
+
+        Args:
+            n: A number.
+        """
+        return f"{n} {x} {s}"
+
+
+def _pydantic_schema(spec: Any) -> str:
+    from omnienv.core.tools import _arguments_model, _clean
+
+    model, _ = _arguments_model("check", spec.declared)
+    return json.dumps(_clean(model.model_json_schema(by_alias=True)))
+
+
+def _builtin_tools() -> list[Any]:
+    from omnienv.core.registry import _BUILTIN, load_environment
+
+    return [spec for name in _BUILTIN for spec in load_environment(name).tools.values()]
+
+
+@pytest.mark.parametrize("spec", [*Plain.tools.values(), *NotQuitePlain.tools.values()], ids=lambda s: s.name)
+def test_a_schema_built_without_pydantic_is_the_one_pydantic_builds(spec: Any) -> None:
+    assert json.dumps(spec.parameters) == _pydantic_schema(spec)  # the same keys, values and order
+
+
+def test_every_reference_environment_describes_its_tools_as_pydantic_would() -> None:
+    specs = [spec for spec in _builtin_tools() if spec.declared]
+    assert {spec.name for spec in specs} >= {"guess", "add_and_execute_code_cell", "left_click", "run", "open_door"}
+    for spec in specs:
+        assert json.dumps(spec.parameters) == _pydantic_schema(spec), spec.name
+
+
+def test_plain_tools_validate_without_a_model_until_one_is_needed() -> None:
+    spec = Plain.tools["shadow"]
+    assert spec.plain_types is not None and Plain.tools["tune"].arguments_model is None
+    assert spec.validate({"copy": "x"}) == {"copy": "x"}  # exact types: no model
+    assert spec.arguments_model is None
+    assert spec.validate({"copy": "x", "schema": "7"}) == {"copy": "x", "model_name": "m", "schema": 7}
+    assert spec.arguments_model is not None  # built on first need, with its renamed fields
+    with pytest.raises(InvalidArgumentsError, match="did you mean 'copy'"):
+        spec.validate({"cpy": "x"})
+    with pytest.raises(InvalidArgumentsError, match="'count': Input should be a valid integer"):
+        Plain.tools["tune"].validate({"word": "w", "count": "many"})
+    assert NotQuitePlain.tools["odd"].arguments_model is not None  # built at class creation
+
+
+def test_a_parameter_pydantic_refuses_fails_at_class_creation() -> None:
+    with pytest.raises(EnvironmentDefinitionError, match="leading underscore"):
+
+        class Bad(Environment):
+            @tool
+            def guess(self, _word: str) -> str:
+                """Guess."""
+                return _word
+
+
+def test_a_program_that_plays_wordle_never_imports_pydantic() -> None:
+    program = (
+        "import sys\n"
+        "from omnienv.core import ToolCall\n"
+        "from omnienv.envs.wordle import Wordle\n"
+        "env = Wordle()\n"
+        "env.reset(seed=1)\n"
+        "print(env.step(ToolCall('guess', {'word': 'crane'})).observation.text)\n"
+        "assert 'pydantic' not in sys.modules, 'pydantic was imported'\n"
+    )
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "CRANE" in done.stdout
