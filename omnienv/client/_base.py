@@ -6,6 +6,8 @@ method for method in the same order, so a fix to the protocol lands here once.
 
 from __future__ import annotations
 
+import asyncio
+from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 from urllib.parse import urlsplit, urlunsplit
 
@@ -27,7 +29,7 @@ from omnienv.protocol.messages import (
 if TYPE_CHECKING:
     from omnienv.client.container import Container
 
-__all__ = ["ClientBase"]
+__all__ = ["AsyncClient", "BlockingClient", "ClientBase"]
 
 REPLY_LIMIT = 1 << 30  # replies may carry screenshots; the server bounds what it sends
 LIST_TOOLS = {"type": "step", "data": {"type": "list_tools"}}
@@ -151,3 +153,76 @@ class ClientBase:
             f"no reply from {self.base_url} within {self.timeout:g} s; the connection was dropped so "
             "later replies cannot be mismatched (the server closes the session)"
         )
+
+
+class AsyncClient(ClientBase):
+    """How every async client is opened and closed around its own ``open`` and ``close``."""
+
+    async def open(self) -> None:
+        raise NotImplementedError
+
+    async def close(self) -> None:
+        raise NotImplementedError
+
+    @classmethod
+    async def connect(cls, url: str, **options: Any) -> Self:
+        client = cls(url, **options)
+        await client.open()
+        return client
+
+    @classmethod
+    async def from_docker_image(cls, image: str, **options: Any) -> Self:
+        """Start ``image`` (``env``, ``port``, ``network``, ``ready_timeout``, ``server_options`` as
+        for :func:`~omnienv.client.container.start_container`), open the session, and stop the
+        container on :meth:`close`."""
+        client = await asyncio.to_thread(cls._from_image, image, options)
+        try:
+            await client.open()
+        except BaseException:
+            await client.close()  # and so stops the container
+            raise
+        return client
+
+    async def __aenter__(self) -> Self:
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+
+class BlockingClient(ClientBase):
+    """The blocking twin of :class:`AsyncClient`."""
+
+    def open(self) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    @classmethod
+    def connect(cls, url: str, **options: Any) -> Self:
+        client = cls(url, **options)
+        client.open()
+        return client
+
+    @classmethod
+    def from_docker_image(cls, image: str, **options: Any) -> Self:
+        """Start ``image``, open the session, and stop the container on :meth:`close` (see
+        :meth:`AsyncClient.from_docker_image`)."""
+        client = cls._from_image(image, options)
+        try:
+            client.open()
+        except BaseException:
+            client.close()  # and so stops the container
+            raise
+        return client
+
+    def __enter__(self) -> Self:
+        self.open()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()

@@ -7,12 +7,11 @@ the server keeps the session between them until ``close()`` or its idle timeout.
 from __future__ import annotations
 
 import asyncio
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 import httpx
 
-from omnienv.client._base import LIST_TOOLS, ClientBase
+from omnienv.client._base import LIST_TOOLS, AsyncClient, BlockingClient, ClientBase
 from omnienv.core.errors import SessionLostError
 from omnienv.core.tasks import Task
 from omnienv.core.types import Observation, State, StepResult, ToolCall
@@ -47,28 +46,10 @@ class _HTTPBase(ClientBase):
         return str(response.json()["session_id"])
 
 
-class AsyncHTTPClient(_HTTPBase):
+class AsyncHTTPClient(_HTTPBase, AsyncClient):
     """An environment served at ``url``, one HTTP session, one request per call."""
 
     _http: httpx.AsyncClient | None = None
-
-    @classmethod
-    async def connect(cls, url: str, **options: Any) -> Self:
-        client = cls(url, **options)
-        await client.open()
-        return client
-
-    @classmethod
-    async def from_docker_image(cls, image: str, **options: Any) -> Self:
-        """Start ``image`` (``env``, ``port``, ``network``, ``ready_timeout`` as for
-        :func:`~omnienv.client.container.start_container`), open a session, and stop it on :meth:`close`."""
-        client = await asyncio.to_thread(cls._from_image, image, options)
-        try:
-            await client.open()
-        except BaseException:
-            await client.close()  # and so stops the container
-            raise
-        return client
 
     async def open(self) -> None:
         if self.session_id is not None:
@@ -126,35 +107,11 @@ class AsyncHTTPClient(_HTTPBase):
         except httpx.HTTPError as exc:
             raise self._failed(exc) from exc
 
-    async def __aenter__(self) -> Self:
-        await self.open()
-        return self
 
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.close()
-
-
-class HTTPClient(_HTTPBase):
+class HTTPClient(_HTTPBase, BlockingClient):
     """The blocking twin of :class:`AsyncHTTPClient`."""
 
     _http: httpx.Client | None = None
-
-    @classmethod
-    def connect(cls, url: str, **options: Any) -> Self:
-        client = cls(url, **options)
-        client.open()
-        return client
-
-    @classmethod
-    def from_docker_image(cls, image: str, **options: Any) -> Self:
-        """Start ``image``, open a session, and stop the container on :meth:`close` (see the async twin)."""
-        client = cls._from_image(image, options)
-        try:
-            client.open()
-        except BaseException:
-            client.close()  # and so stops the container
-            raise
-        return client
 
     def open(self) -> None:
         if self.session_id is not None:
@@ -210,12 +167,3 @@ class HTTPClient(_HTTPBase):
             return self._http.request(method, path, content=content)
         except httpx.HTTPError as exc:
             raise self._failed(exc) from exc
-
-    def __enter__(self) -> Self:
-        self.open()
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()

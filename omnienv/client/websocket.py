@@ -10,8 +10,7 @@ session; a later ``reset()`` opens a new one. A dead connection surfaces as
 from __future__ import annotations
 
 import asyncio
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from websockets.asyncio.client import ClientConnection as AsyncConnection
 from websockets.asyncio.client import connect as aconnect
@@ -19,7 +18,7 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 from websockets.sync.client import ClientConnection as SyncConnection
 from websockets.sync.client import connect as sconnect
 
-from omnienv.client._base import CLOSE, GET_STATE, LIST_TOOLS, ClientBase
+from omnienv.client._base import CLOSE, GET_STATE, LIST_TOOLS, AsyncClient, BlockingClient, ClientBase
 from omnienv.core.errors import SessionLostError, UsageError
 from omnienv.core.tasks import Task
 from omnienv.core.types import Observation, State, StepResult, ToolCall
@@ -61,29 +60,11 @@ class _WebSocketBase(ClientBase):
         return SessionLostError(f"cannot connect to {self.ws_url}: {type(exc).__name__}: {exc}")
 
 
-class AsyncWebSocketClient(_WebSocketBase):
+class AsyncWebSocketClient(_WebSocketBase, AsyncClient):
     """An environment served at ``url``, over one WebSocket session."""
 
     _ws: AsyncConnection | None = None
     _busy = False
-
-    @classmethod
-    async def connect(cls, url: str, **options: Any) -> Self:
-        client = cls(url, **options)
-        await client.open()
-        return client
-
-    @classmethod
-    async def from_docker_image(cls, image: str, **options: Any) -> Self:
-        """Start ``image`` (``env``, ``port``, ``network``, ``ready_timeout`` as for
-        :func:`~omnienv.client.container.start_container`), connect, and stop it on :meth:`close`."""
-        client = await asyncio.to_thread(cls._from_image, image, options)
-        try:
-            await client.open()
-        except BaseException:
-            await client.close()  # and so stops the container
-            raise
-        return client
 
     async def open(self) -> None:
         """Open the session (no-op when open) and read the tool list."""
@@ -174,35 +155,11 @@ class AsyncWebSocketClient(_WebSocketBase):
             ws.transport.abort()  # at once: no close handshake left pending on the loop
             raise
 
-    async def __aenter__(self) -> Self:
-        await self.open()
-        return self
 
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.close()
-
-
-class WebSocketClient(_WebSocketBase):
+class WebSocketClient(_WebSocketBase, BlockingClient):
     """The blocking twin of :class:`AsyncWebSocketClient` (``websockets.sync``; no event loop)."""
 
     _ws: SyncConnection | None = None
-
-    @classmethod
-    def connect(cls, url: str, **options: Any) -> Self:
-        client = cls(url, **options)
-        client.open()
-        return client
-
-    @classmethod
-    def from_docker_image(cls, image: str, **options: Any) -> Self:
-        """Start ``image``, connect, and stop the container on :meth:`close` (see the async twin)."""
-        client = cls._from_image(image, options)
-        try:
-            client.open()
-        except BaseException:
-            client.close()  # and so stops the container
-            raise
-        return client
 
     def open(self) -> None:
         """Open the session (no-op when open) and read the tool list."""
@@ -272,15 +229,6 @@ class WebSocketClient(_WebSocketBase):
             self._ws = None
             ws.close()
             raise
-
-    def __enter__(self) -> Self:
-        self.open()
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
 
 async def connect(url: str, **options: Any) -> AsyncWebSocketClient:
