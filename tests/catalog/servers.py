@@ -6,34 +6,19 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.net import free_port, healthy
 from tests.peerenv import ROOT
 
 START_DEADLINE_S = 90.0
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _healthy(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"{url}/health", timeout=1.0) as response:
-            return bool(response.status == 200)
-    except OSError:
-        return False
 
 
 @dataclass
@@ -62,7 +47,7 @@ def served(command: Sequence[str], port: int, cwd: Path = ROOT) -> Iterator[Serv
         server = Served(url, process, log)
         try:
             deadline = time.monotonic() + START_DEADLINE_S
-            while not _healthy(url):
+            while not healthy(url):
                 if process.poll() is not None:
                     raise RuntimeError(f"{command[0]} exited with {process.returncode}:\n{log.read_text()[-3000:]}")
                 if time.monotonic() > deadline:

@@ -37,6 +37,7 @@ from omnienv.core import (
 )
 from omnienv.envs.wordle import Wordle
 from omnienv.rollout import EpisodePlan, arun_episodes, make_policy
+from tests.net import free_port
 from tests.server.conftest import RELEASE, Crash, Hang, eventually, on_loop
 
 ANSWER = Wordle.task_index().find("test/0005", "test").answer
@@ -175,15 +176,9 @@ def test_a_reaped_session_is_lost_or_not_found(serve) -> None:
             http_env.step(ToolCall("guess", {"word": "crane"}))
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @contextlib.contextmanager
 def server_process(*args: str) -> Iterator[tuple[str, subprocess.Popen]]:
-    port = _free_port()
+    port = free_port()
     command = [sys.executable, "-m", "omnienv.cli.main", "serve", *args, "--port", str(port)]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     url = f"http://127.0.0.1:{port}"

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -23,14 +22,9 @@ from omnienv.deploy import DeployError, plan_image, space_host, write_context, w
 from omnienv.envs.terminal.env import SUITE
 from omnienv.server import running
 from tests.deploy.hub import Hub
+from tests.net import free_port
 
 OMNIENV = str(Path(sys.executable).with_name("omnienv"))
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _serve_from(bundle: Path, port: int) -> subprocess.Popen[str]:
@@ -81,7 +75,7 @@ def test_push_dry_run_writes_a_bundle_whose_entry_command_serves_wordle(tmp_path
     assert 'ENV OMNIENV_ALLOW_HOST="me-wordle.hf.space"' in dockerfile and "HEALTHCHECK" in dockerfile
     assert (bundle / "omnienv-src" / "omnienv" / "envs" / "wordle").is_dir()
     assert not list(bundle.rglob("__pycache__"))
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
     server = _serve_from(bundle, port)
     try:
@@ -129,7 +123,7 @@ def test_a_harbor_task_folder_goes_into_the_image_and_is_served_from_there(tmp_p
         p.name for p in tasks.iterdir()
     )
     shutil.rmtree(tasks)  # the context holds its own copy, served from the folder it travels in
-    port = _free_port()
+    port = free_port()
     server = _serve_from(context, port)
     try:
         _wait_healthy(f"http://127.0.0.1:{port}", server)

@@ -9,7 +9,6 @@ import asyncio
 import json
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -18,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import docker
-import httpx
 import pytest
 
 from omnienv.client import AsyncHTTPClient, AsyncWebSocketClient, HTTPClient, WebSocketClient
@@ -26,6 +24,7 @@ from omnienv.client.container import OWNER_LABEL, ContainerError, start_containe
 from omnienv.core import CapacityError, ToolCall
 from omnienv.envs.wordle.env import Wordle
 from tests.deploy.conftest import Images
+from tests.net import free_port, healthy
 from tests.peerenv import ROOT, peer_python
 from tests.peers._run import by_kind
 from tests.peers.test_openenv import _win_reward
@@ -159,13 +158,13 @@ def test_the_jupyter_image_sandboxes_the_agent_against_the_security_probes(image
 
 
 def test_serve_image_runs_the_container_with_the_servers_options_until_stopped(images: Images) -> None:
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
     command = [OMNIENV, "serve", "--image", images("wordle"), "--port", str(port), "--max-sessions", "1"]
     server = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         deadline = time.monotonic() + 120
-        while not _healthy(url):
+        while not healthy(url):
             assert server.poll() is None, server.stdout.read() if server.stdout else ""
             assert time.monotonic() < deadline, "the image's server was not healthy within 120 s"
             time.sleep(0.2)
@@ -181,16 +180,3 @@ def test_serve_image_runs_the_container_with_the_servers_options_until_stopped(i
             server.kill()
             server.wait()
     assert not _ours(), "omnienv serve --image left its container behind"
-
-
-def _healthy(url: str) -> bool:
-    try:
-        return httpx.get(f"{url}/health", timeout=1).status_code == 200
-    except httpx.TransportError:
-        return False
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])

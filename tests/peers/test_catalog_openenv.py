@@ -18,11 +18,9 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import tempfile
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -33,6 +31,7 @@ from typer.testing import CliRunner
 from omnienv.catalog import MissingLibraryError
 from omnienv.cli.main import app
 from omnienv.core import ToolCall, UnknownEnvironmentError, check_env, load_environment
+from tests.net import free_port, healthy
 from tests.peerenv import ROOT, peer_python
 from tests.peers._run import by_kind, run_json
 
@@ -41,25 +40,11 @@ START_DEADLINE_S = 90.0
 runner = CliRunner(env={"COLUMNS": "200"})
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _healthy(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"{url}/echo/health", timeout=1.0) as response:
-            return bool(response.status == 200)
-    except OSError:
-        return False
-
-
 @pytest.fixture(scope="module")
 def peer() -> Iterator[tuple[list[dict[str, Any]], str]]:
     """The script's lines, and the base URL of OpenEnv's server (reaped after the module)."""
     python = peer_python("openenv")
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
     command = [str(python), "-m", "uvicorn", "tests.catalog.openenv_envs:app", "--host", "127.0.0.1"]
     command += ["--port", str(port), "--log-level", "warning"]
@@ -70,7 +55,7 @@ def peer() -> Iterator[tuple[list[dict[str, Any]], str]]:
         try:
             lines = run_json(python, SCRIPT, timeout=180)
             deadline = time.monotonic() + START_DEADLINE_S
-            while not _healthy(url):
+            while not healthy(url, "/echo/health"):
                 if server.poll() is not None:
                     pytest.fail(f"OpenEnv's server exited with {server.returncode}:\n{log.read_text()[-3000:]}")
                 if time.monotonic() > deadline:
@@ -220,7 +205,7 @@ def test_omnienv_import_names_a_server_for_every_command(server: str, config_hom
 
 
 def test_a_server_that_is_not_there_is_a_clear_error() -> None:
-    port = _free_port()  # nothing listens here
+    port = free_port()  # nothing listens here
     with pytest.raises(UnknownEnvironmentError, match="cannot reach the OpenEnv server"):
         load_environment(f"openenv+http://127.0.0.1:{port}")
     result = runner.invoke(app, ["import", "openenv", f"http://127.0.0.1:{port}", "--name", "gone"])

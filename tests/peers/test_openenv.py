@@ -17,12 +17,10 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -30,6 +28,7 @@ from pathlib import Path
 import pytest
 
 from omnienv.envs.wordle.env import MAX_ATTEMPTS, Wordle, accepted_words
+from tests.net import free_port, healthy
 from tests.peerenv import ROOT, peer_python
 
 SCRIPT = ROOT / "tests" / "peers" / "openenv" / "wordle_client.py"
@@ -54,20 +53,6 @@ def solution() -> tuple[str, str]:
     return wrong, answer
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _healthy(port: int) -> bool:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1.0) as response:
-            return bool(response.status == 200)
-    except OSError:
-        return False
-
-
 @contextmanager
 def _server(kind: str, max_sessions: int, openenv_python: Path) -> Iterator[str]:
     """Start one Wordle server on a free port, wait for /health, and always reap it.
@@ -76,7 +61,7 @@ def _server(kind: str, max_sessions: int, openenv_python: Path) -> Iterator[str]
     server can never block on a full pipe.
     """
     if kind == "omnienv":
-        port = _free_port()
+        port = free_port()
         cmd = [
             str(Path(sys.executable).with_name("omnienv")),
             "serve",
@@ -107,7 +92,7 @@ def _server(kind: str, max_sessions: int, openenv_python: Path) -> Iterator[str]
             proc = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         try:
             deadline = time.monotonic() + START_DEADLINE_S
-            while not (port and _healthy(port)):
+            while not (port and healthy(f"http://127.0.0.1:{port}")):
                 if not port:
                     match = re.search(r"^PORT (\d+)", log.read_text(errors="replace"), re.MULTILINE)
                     port = int(match.group(1)) if match else 0

@@ -12,17 +12,16 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.net import free_port, healthy
 from tests.peerenv import ROOT, peer_python
 
 EXAMPLE = ROOT / "examples" / "train_wordle_grpo.py"
@@ -117,24 +116,10 @@ def test_grpo_trains_on_wordle_in_process(trl_python: Path, tiny_dir: Path, tmp_
     _assert_trained(_train(trl_python, tiny_dir, tmp_path))
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _healthy(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"{url}/health", timeout=1.0) as response:
-            return bool(response.status == 200)
-    except OSError:
-        return False
-
-
 @pytest.fixture
 def wordle_server() -> Iterator[str]:
     """``omnienv serve wordle`` on a free port, healthy before the test and always reaped after."""
-    url = f"http://127.0.0.1:{_free_port()}"
+    url = f"http://127.0.0.1:{free_port()}"
     cmd = [
         str(Path(sys.executable).with_name("omnienv")),
         "serve",
@@ -149,7 +134,7 @@ def wordle_server() -> Iterator[str]:
     )
     try:
         deadline = time.monotonic() + START_DEADLINE_S
-        while not _healthy(url):
+        while not healthy(url):
             if proc.poll() is not None:
                 pytest.fail(f"omnienv serve exited with {proc.returncode}: {proc.stderr.read() if proc.stderr else ''}")
             if time.monotonic() > deadline:
@@ -171,7 +156,7 @@ def wordle_server() -> Iterator[str]:
 def test_grpo_trains_on_a_served_wordle(trl_python: Path, tiny_dir: Path, tmp_path: Path, wordle_server: str) -> None:
     output = _train(trl_python, tiny_dir, tmp_path, "--env", wordle_server)
     _assert_trained(output)
-    assert _healthy(wordle_server)
+    assert healthy(wordle_server)
 
 
 def test_failed_episodes_are_masked_by_trl(trl_python: Path, tiny_dir: Path, tmp_path: Path) -> None:
@@ -210,4 +195,4 @@ def test_grpo_trains_on_two_environments_in_one_run(
         for name, group in by_env.items():
             mine = [e["reward"] for e in group[step * 4 : step * 4 + 4]]
             assert log[f"rewards/{name}/mean"] == pytest.approx(sum(mine) / len(mine))
-    assert _healthy(wordle_server)
+    assert healthy(wordle_server)

@@ -36,6 +36,8 @@ from pathlib import Path
 
 import psutil
 
+from tests.net import free_port
+
 RAY = str(Path(sys.executable).with_name("ray"))
 NODE_START = str(Path(__file__).with_name("ray_start_loopback.py"))
 LOOPBACK = frozenset({"127.0.0.1", "::ffff:127.0.0.1"})
@@ -49,12 +51,6 @@ FAST_NODE_DEATH = {
     "RAY_health_check_timeout_ms": "300",
     "RAY_health_check_failure_threshold": "3",
 }
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -20,16 +19,11 @@ from omnienv.cli.main import app as cli
 from omnienv.client import WebSocketClient
 from omnienv.core import ToolCall
 from omnienv.envs.wordle.solver import next_guess, read_marks
+from tests.net import free_port
 from tests.ray.conftest import eventually
 
 pytestmark = pytest.mark.usefixtures("ray_local")
 OMNIENV = str(Path(sys.executable).with_name("omnienv"))
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def wait_healthy(url: str, process: subprocess.Popen[str], timeout: float = 120.0) -> None:

@@ -18,19 +18,14 @@ from pathlib import Path
 import pytest
 
 from omnienv.scaffold import ARCHETYPES, CreatedEnvironment
+from tests.net import free_port
 
 STARTUP_S = 30
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @contextlib.contextmanager
 def served(created: CreatedEnvironment, log: Path) -> Iterator[str]:
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(created.root), os.environ.get("PYTHONPATH")]))}
     command = [
         sys.executable,

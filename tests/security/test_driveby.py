@@ -29,6 +29,7 @@ from websockets.sync.client import connect as ws_connect
 
 from omnienv.app import create_app
 from omnienv.server import running, uvicorn_config
+from tests.net import free_port
 from tests.server.conftest import eventually, ws
 from tests.server.test_ws import ask
 from tests.ui.conftest import CHROMIUM, CHROMIUM_ARGS
@@ -302,12 +303,6 @@ def test_a_loopback_page_on_another_port_cannot_post_simple_bodies(serve, counte
 
 
 # -- the command lines ------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @pytest.mark.parametrize("command", [["-m", "omnienv.app"], ["-m", "omnienv.cli.main", "serve"]])

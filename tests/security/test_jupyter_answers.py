@@ -12,7 +12,6 @@ import ast
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -23,6 +22,7 @@ import httpx
 import pytest
 
 from omnienv.envs.jupyter.tasks import build
+from tests.net import free_port
 from tests.security._jupyter import agent, needs_bwrap
 
 pytestmark = needs_bwrap
@@ -68,12 +68,6 @@ print(repr(report))
 )
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A fresh virtualenv holding a regular install of omnienv[server,jupyter] from this checkout."""
@@ -94,7 +88,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @contextlib.contextmanager
 def omnienv_serve(venv: Path) -> Iterator[str]:
-    port = _free_port()
+    port = free_port()
     env = {"PATH": f"{venv / 'bin'}:/usr/bin:/bin", "HOME": str(venv.parent), "OMNIENV_JUPYTER_POOL_SIZE": "1"}
     server = subprocess.Popen(
         [str(venv / "bin" / "omnienv"), "serve", "jupyter", "--port", str(port), "--no-ui"],

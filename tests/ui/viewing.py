@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import random
-import socket
 import subprocess
 import sys
 import time
@@ -23,22 +22,17 @@ from omnienv.rollout.loop import EpisodePlan
 from omnienv.rollout.run import plan_episodes, rollout
 from omnienv.rollout.scripted import make_policy
 from omnienv.rollout.trajectory import Episode, Step
+from tests.net import free_port
 
 HOSTILE_TASK = "test/<img src=x onerror=\"window.pwned='task'\">"
 HOSTILE_REASON = "<script>window.pwned='reason'</script> the sandbox went away"
 HOSTILE_METRIC = "rewards/<img src=x onerror=\"window.pwned='metric'\">/mean"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @contextmanager
 def omnienv_view(path: Path, ready: str = "/api/trajectory") -> Iterator[str]:
     """`omnienv view PATH --port P`, polled until it answers (30 s deadline), reaped whatever happens."""
-    port = _free_port()
+    port = free_port()
     command = [sys.executable, "-m", "omnienv.cli.main", "view", str(path), "--port", str(port)]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
