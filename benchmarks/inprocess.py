@@ -5,11 +5,13 @@ measured):
 
 - game rules: ``WordleGame.guess``, the bare rules (no message for the player);
 - tool method: ``Wordle.guess`` called directly, the author's code (rules plus the message);
+- author's code: the tool method plus, once per game, the rubric's reward functions called
+  directly: everything of the environment's own that a step runs;
 - omnienv: ``Wordle.step`` with a prebuilt ``ToolCall``, which adds argument validation, turn
   accounting, the result objects and, on the last guess, the rubric's final reward.
 
-Target: omnienv step <= 1.3x the tool method. Both ratios are printed; the framework's own cost is
-the step against the tool method, since the message is part of the environment, not of omnienv.
+Target: omnienv step <= 1.3x the tool method. Every ratio is printed; the verdict is on the tool
+method, as the target says; the step against the author's code is the framework's own cost.
 
     python benchmarks/inprocess.py [--games 400] [--repeats 7]
 """
@@ -25,6 +27,7 @@ from rich.table import Table
 
 from omnienv.core import ToolCall
 from omnienv.envs.wordle import Wordle, WordleGame, accepted_words
+from omnienv.envs.wordle.env import partial_credit, solved
 from omnienv.envs.wordle.solver import next_guess
 
 TARGET = 1.3
@@ -88,6 +91,23 @@ def time_tool_method(games: list[tuple[str, str, list[str]]]) -> tuple[float, fl
     return step_ns, reset_ns
 
 
+def time_authors_code(games: list[tuple[str, str, list[str]]]) -> tuple[float, float]:
+    env = Wordle()
+    step_ns = reset_ns = 0
+    for task_id, _, words in games:
+        t0 = time.perf_counter_ns()
+        env.reset(task=task_id)
+        t1 = time.perf_counter_ns()
+        for word in words:
+            env.guess(word)
+        solved(env)
+        partial_credit(env)
+        t2 = time.perf_counter_ns()
+        reset_ns += t1 - t0
+        step_ns += t2 - t1
+    return step_ns, reset_ns
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--games", type=int, default=400)
@@ -99,7 +119,12 @@ def main() -> None:
     gc.disable()
     try:
         for _ in range(args.repeats):  # interleaved, best of N: the least disturbed run of each
-            for name, fn in (("raw", time_raw), ("tool", time_tool_method), ("omnienv", time_omnienv)):
+            for name, fn in (
+                ("raw", time_raw),
+                ("tool", time_tool_method),
+                ("author", time_authors_code),
+                ("omnienv", time_omnienv),
+            ):
                 step_ns, reset_ns = fn(games)
                 old = best.get(name, (float("inf"), float("inf")))
                 best[name] = (min(old[0], step_ns), min(old[1], reset_ns))
@@ -114,16 +139,20 @@ def main() -> None:
         "omnienv / reference",
         title=f"in-process Wordle: {len(games)} games, {steps} steps, best of {args.repeats}",
     )
-    for name, label in (("raw", "game rules (WordleGame.guess)"), ("tool", "tool method (Wordle.guess)")):
+    for name, label in (
+        ("raw", "game rules (WordleGame.guess)"),
+        ("tool", "tool method (Wordle.guess)"),
+        ("author", "author's code (tool method + reward functions)"),
+    ):
         table.add_row(label, f"{per_step[name] / 1e3:.2f}", f"{omni / 1e3:.2f}", f"{omni / per_step[name]:.2f}x")
     console = Console()
     console.print(table)
     reset = best["omnienv"][1] / len(games) / 1e3
     console.print(f"omnienv reset (seeded task choice and game set-up): {reset:.2f} µs")
-    for name, label in (("tool", "tool method"), ("raw", "game rules")):
-        ratio = omni / per_step[name]
-        verdict = "meets" if ratio <= TARGET else "misses"
-        console.print(f"step vs {label}: {ratio:.2f}x — {verdict} the target of <= {TARGET}x")
+    ratio = omni / per_step["tool"]
+    verdict = "meets" if ratio <= TARGET else "misses"
+    console.print(f"step vs tool method: {ratio:.2f}x — {verdict} the target of <= {TARGET}x")
+    console.print(f"step vs author's code: {omni / per_step['author']:.2f}x (the framework's own cost; no target)")
 
 
 if __name__ == "__main__":
