@@ -15,7 +15,8 @@ aborts the whole command line, as at a terminal, instead of going on with its ne
   process under it that does not ignore SIGINT (background jobs do: bash starts them so) get it,
   and the shell reads its next line. Ctrl-C comes again every half second while the command
   still runs; once nothing but the shell is left, the marker line is sent again instead (a Ctrl-C
-  that reaches bash while it reads a line throws the line away), and a marker of an earlier
+  that reaches bash while it reads a line throws away what it had read of it: the marker line is
+  written so that any rest of it is a harmless line of its own), and a marker of an earlier
   command is skipped. One that survives that too, or a command that ends the shell (``exit``), costs the
   shell: a fresh one starts in the working directory, and the result says so.
 """
@@ -162,8 +163,13 @@ class SandboxShell:
     # -- the pipe ------------------------------------------------------------------------------
 
     def _marker_line(self) -> str:
-        """The line that prints the marker, the running command's number and its exit status."""
-        return f"printf '\\n%s %d %d\\n' {self._marker} {self._number} \"$?\"\n"
+        """The line that prints the marker, the running command's number and its exit status.
+
+        It holds no quote and no backslash: a Ctrl-C that reaches bash while it reads the line
+        throws away what was read, and bash runs the rest as a line of its own. Any rest of this one
+        is a complete line (at worst a "command not found"), never an open quote or a continuation
+        that would swallow the marker line sent again."""
+        return f"__omnienv_status=$?;echo;echo {self._marker} {self._number} $__omnienv_status\n"
 
     def _send(self, line: str) -> None:
         process = self._process

@@ -73,9 +73,25 @@ def test_a_marker_line_lost_to_a_ctrl_c_goes_again_and_an_earlier_commands_marke
     done = shell._interrupt_until_done(time.monotonic() + 5)
     assert done is not None and done[0].text().strip() == "interrupted"
     # the marker sent again may print twice: a copy of an earlier command's never ends a later one
-    stale = f"printf '\\n%s %d %d\\n' {shell._marker} {shell._number} 0"
+    stale = f"echo; echo {shell._marker} {shell._number} 0"
     later = shell.run(f"{stale}; echo after", 10)
     assert later.output == "after" and later.exit_code == 0 and not later.restarted
+
+
+def test_whatever_part_of_a_marker_line_a_ctrl_c_cuts_off_the_marker_sent_again_ends_the_command(
+    shell: SandboxShell,
+) -> None:
+    # A Ctrl-C that reaches bash while it reads the marker line throws away what bash had read, and
+    # bash runs the rest as a line of its own; then the marker line goes again. No rest may leave
+    # bash inside a quote or a continued line, where it would swallow the marker sent again.
+    line = shell._marker_line()
+    for cut in range(1, len(line) - 1):
+        shell._number += 1
+        shell._send(line[cut:])  # what bash reads after the Ctrl-C: the rest of the line
+        shell._send(shell._marker_line())
+        assert shell._wait_done(time.monotonic() + 5) is not None, f"cut after {line[:cut]!r} lost the marker"
+    after = shell.run("echo after", 10)
+    assert after.output == "after" and after.exit_code == 0 and not after.restarted
 
 
 def test_a_command_that_ignores_the_interrupt_or_ends_the_shell_costs_the_shell(shell: SandboxShell) -> None:
