@@ -12,8 +12,9 @@ aborts the whole command line, as at a terminal, instead of going on with its ne
 - a reader thread drains the shell's output all the time (a background job that prints never
   blocks), keeping a bounded head and tail of each command's output;
 - a command that outlives its timeout gets SIGINT, as Ctrl-C would give it: the shell and every
-  process under it that does not ignore SIGINT (background jobs do: bash starts them so) get it,
-  and the shell reads its next line. Ctrl-C comes again every half second while the command
+  process under it that is no background job's get it (bash starts those ignoring SIGINT and
+  SIGQUIT; a server that catches SIGINT itself still ignores SIGQUIT), and the shell reads its
+  next line. Ctrl-C comes again every half second while the command
   still runs; once nothing but the shell is left, the marker line is sent again instead (a Ctrl-C
   that reaches bash while it reads a line throws away what it had read of it: the marker line is
   written so that any rest of it is a harmless line of its own), and a marker of an earlier
@@ -258,11 +259,15 @@ class SandboxShell:
                 return done
 
     def _interruptible(self) -> list[int]:
-        """The shell and the processes under it that do not ignore SIGINT (background jobs do:
-        bash starts them so)."""
+        """The shell and the processes under it that are no background job's.
+
+        Without job control bash starts a background job with SIGINT and SIGQUIT ignored, and its
+        children inherit that. A server that installs a SIGINT handler of its own (uvicorn, a test
+        harness) no longer ignores SIGINT but still ignores SIGQUIT, and is spared too. The shell
+        itself ignores SIGQUIT (it is interactive) and is always interrupted."""
         if self._shell is None:
             return []
-        return [pid for pid in process_tree(self._shell) if not _ignores_sigint(pid)]
+        return [pid for pid in process_tree(self._shell) if pid == self._shell or not _in_background(pid)]
 
     def _running(self) -> bool:
         """Whether a process of the command, besides the shell itself, still runs."""
@@ -301,9 +306,11 @@ class SandboxShell:
             process.wait(timeout=10)
 
 
-def _ignores_sigint(pid: int) -> bool:
+def _in_background(pid: int) -> bool:
+    """Whether ``pid`` ignores SIGINT or SIGQUIT, as bash starts background jobs (or is gone)."""
+    background = (1 << (signal.SIGINT - 1)) | (1 << (signal.SIGQUIT - 1))
     with contextlib.suppress(OSError), open(f"/proc/{pid}/status") as f:
         for line in f:
             if line.startswith("SigIgn:"):
-                return bool(int(line.split()[1], 16) & (1 << (signal.SIGINT - 1)))
-    return True  # gone already
+                return bool(int(line.split()[1], 16) & background)
+    return True

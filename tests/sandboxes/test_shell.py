@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import signal
 import time
 from collections.abc import Iterator
@@ -55,6 +56,24 @@ def test_a_command_past_its_timeout_is_interrupted_and_background_jobs_survive(s
     assert slow.timed_out and slow.exit_code is None and not slow.restarted
     assert slow.output.strip() == "before", "the rest of an interrupted command line must not run"
     assert shell.run("jobs | grep -c Running", 10).output == "1", "Ctrl-C must spare background jobs"
+
+
+def test_the_interrupt_spares_a_background_server_that_catches_sigint_itself(shell: SandboxShell) -> None:
+    # uvicorn, a test harness: a background job that installs a SIGINT handler of its own
+    server = (
+        "import signal, time\n"
+        "signal.signal(signal.SIGINT, lambda *_: open('/app/got-sigint', 'w').close())\n"
+        "open('/app/ready', 'w').close()\n"
+        "time.sleep(120)\n"
+    )
+    shell.run(f"printf %s {shlex.quote(server)} > /tmp/server.py; python3 /tmp/server.py &", 10)
+    ready = shell.run("for i in $(seq 100); do [ -e /app/ready ] && break; sleep 0.1; done; ls /app", 20)
+    assert "ready" in ready.output
+    slow = shell.run("sleep 30", 0.5)
+    assert slow.timed_out and not slow.restarted
+    after = shell.run("ls /app; jobs | grep -c Running", 10)
+    assert "got-sigint" not in after.output, "Ctrl-C for the command reached a background job"
+    assert after.output.endswith("1"), after.output
 
 
 def test_a_marker_line_lost_to_a_ctrl_c_goes_again_and_an_earlier_commands_marker_is_skipped(
