@@ -23,7 +23,7 @@ import random
 import re
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, ClassVar, TypeAlias
+from typing import Any, ClassVar, NoReturn, TypeAlias
 
 from omnienv.core.content import Block, TextBlock, as_blocks
 from omnienv.core.errors import (
@@ -174,11 +174,8 @@ class EnvironmentBase:
             raise NotResetError(f"{self.name}: call reset() before step()")
         return episode
 
-    def _resolve_call(self, call: ToolCall) -> tuple[ToolSpec, dict[str, Any]]:
-        spec = self.tools.get(call.name)
-        if spec is None:
-            raise unknown_tool(call.name, self.tools)
-        return spec, spec.validate(call.arguments)
+    def _refuse_unknown(self, call: ToolCall) -> NoReturn:
+        raise unknown_tool(call.name, self.tools)
 
     def _record(self, episode: EpisodeLedger, output: ToolOutput | ActionError | AgentCausedEnd) -> StepResult:
         """Turn what the tool returned (or the agent's mistake) into this step's result."""
@@ -315,8 +312,8 @@ class Environment(EnvironmentBase):
         if episode is None or episode_over(episode):
             episode = self._require_active()  # raises the error that names the fix
         try:
-            spec, arguments = self._resolve_call(call)
-            output: ToolOutput | ActionError | AgentCausedEnd = spec.function(self, **arguments)
+            spec = self.tools.get(call.name) or self._refuse_unknown(call)
+            output: ToolOutput | ActionError | AgentCausedEnd = spec.invoke(self, call.arguments)
         except (ActionError, AgentCausedEnd) as exc:
             output = exc
         except Exception as exc:
@@ -378,8 +375,8 @@ class AsyncEnvironment(EnvironmentBase):
     async def step(self, call: ToolCall) -> StepResult:
         episode = self._require_active()
         try:
-            spec, arguments = self._resolve_call(call)
-            output = spec.function(self, **arguments)
+            spec = self.tools.get(call.name) or self._refuse_unknown(call)
+            output = spec.invoke(self, call.arguments)
             if spec.is_async:
                 output = await output
         except (ActionError, AgentCausedEnd) as exc:

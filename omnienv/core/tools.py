@@ -70,6 +70,20 @@ class ToolSpec:
     """The parameters as the method declares them: what ``arguments_model`` is built from."""
     owner: str = ""
     """The environment class's name (it names the model)."""
+    invoke: Callable[[Any, Any], Any] = field(init=False, repr=False, compare=False)
+    """``invoke(env, arguments)``: the tool run on the agent's arguments, validated first; the one
+    way every step calls a tool. Built per spec, so that a tool of one or no plain parameter given
+    exactly that costs a type check and a plain call."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "invoke", _invoker(self))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled without what is built again on need: ``invoke`` (a closure) and a model made
+        from ``declared`` (a class made at run time, which pickle cannot name)."""
+        rebuilt = ("arguments_model", "renamed") if self.declared else ()
+        fields = [f for f in dataclasses.fields(self) if f.init]
+        return (ToolSpec, tuple(f.default if f.name in rebuilt else getattr(self, f.name) for f in fields))
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "description": self.description, "parameters": self.parameters}
@@ -115,6 +129,39 @@ class ToolSpec:
             problems.append(problem)
         expected = ", ".join(known) or "no arguments"
         return f"invalid arguments for tool '{self.name}': {'; '.join(problems)}. Expected: {expected}."
+
+
+def _invoker(spec: ToolSpec) -> Callable[[Any, Any], Any]:
+    function, validate = spec.function, spec.validate
+
+    def checked(env: Any, arguments: Any) -> Any:
+        return function(env, **validate(arguments))
+
+    plain = spec.plain_types
+    if plain == ():
+
+        def without_arguments(env: Any, arguments: Any) -> Any:
+            return function(env) if type(arguments) is dict and not arguments else checked(env, arguments)
+
+        return without_arguments
+    if plain is None or len(plain) != 1 or not _second_is_positional(function):
+        return checked
+    ((name, kind, _),) = plain
+
+    def with_one_argument(env: Any, arguments: Any) -> Any:
+        if type(arguments) is dict and len(arguments) == 1:
+            value = arguments.get(name, _MISSING)
+            if type(value) is kind:
+                return function(env, value)
+        return checked(env, arguments)
+
+    return with_one_argument
+
+
+def _second_is_positional(function: Callable[..., Any]) -> bool:
+    """Whether the parameter after ``self`` may be passed by position (not keyword-only)."""
+    parameters = list(inspect.signature(function).parameters.values())
+    return len(parameters) == 2 and parameters[1].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
 
 
 def _already_valid(plain: tuple[tuple[str, type, bool], ...], arguments: dict[str, Any]) -> bool:

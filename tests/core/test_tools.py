@@ -222,6 +222,81 @@ def test_plain_tools_validate_without_a_model_until_one_is_needed() -> None:
     assert NotQuitePlain.tools["odd"].arguments_model is not None  # built at class creation
 
 
+class Shapes(Environment):
+    """A tool of each shape ``invoke`` has a path for."""
+
+    @tool
+    def one(self, word: str) -> str:
+        """One plain parameter.
+
+        Args:
+            word: A word.
+        """
+        return f"one {word!r}"
+
+    @tool
+    def keyword_only(self, *, word: str) -> str:
+        """One plain parameter that must be named.
+
+        Args:
+            word: A word.
+        """
+        return f"keyword_only {word!r}"
+
+    @tool
+    def optional(self, count: int = 3) -> str:
+        """One plain parameter with a default.
+
+        Args:
+            count: How many.
+        """
+        return f"optional {count!r}"
+
+
+@pytest.mark.parametrize(
+    ("tool_name", "arguments", "expected"),
+    [
+        ("one", {"word": "w"}, "one 'w'"),
+        ("keyword_only", {"word": "w"}, "keyword_only 'w'"),
+        ("optional", {"count": 5}, "optional 5"),
+        ("optional", {}, "optional 3"),  # the default, through validation
+        ("optional", {"count": "5"}, "optional 5"),  # coerced, as validate() does
+        ("nothing", {}, "ok"),
+        ("tune", {"word": "w", "count": 1}, "w 1 0.5 True hi"),
+    ],
+)
+def test_invoke_runs_the_tool_on_its_validated_arguments(tool_name: str, arguments: Any, expected: str) -> None:
+    env_class = Plain if tool_name in Plain.tools else Shapes
+    assert env_class.tools[tool_name].invoke(env_class(), arguments) == expected
+
+
+@pytest.mark.parametrize(
+    ("tool_name", "arguments", "expected"),
+    [
+        ("one", {"word": 5}, "'word': Input should be a valid string"),
+        ("one", {"wrd": "w"}, "did you mean 'word'?"),
+        ("one", {"word": "w", "extra": 1}, "'extra': Extra inputs are not permitted"),
+        ("one", ["w"], "must be a JSON object"),
+        ("nothing", {"word": "w"}, "'word': Extra inputs are not permitted"),
+        ("nothing", [], "must be a JSON object"),
+    ],
+)
+def test_invoke_refuses_what_validate_refuses(tool_name: str, arguments: Any, expected: str) -> None:
+    env_class = Plain if tool_name in Plain.tools else Shapes
+    with pytest.raises(InvalidArgumentsError) as caught:
+        env_class.tools[tool_name].invoke(env_class(), arguments)
+    assert expected in caught.value.message
+
+
+def test_a_spec_survives_pickling_with_its_invoke() -> None:
+    import pickle
+
+    Shapes.tools["one"].validate({"word": b"w"})  # builds its model, a class pickle cannot name
+    spec = pickle.loads(pickle.dumps(Shapes.tools["one"]))
+    assert spec == Shapes.tools["one"] and spec.invoke(Shapes(), {"word": "w"}) == "one 'w'"
+    assert spec.invoke(Shapes(), {"word": b"w"}) == "one 'w'"  # the model built again
+
+
 def test_a_parameter_pydantic_refuses_fails_at_class_creation() -> None:
     with pytest.raises(EnvironmentDefinitionError, match="leading underscore"):
 
