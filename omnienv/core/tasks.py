@@ -6,6 +6,7 @@ apart so that checkers can prove it never reaches the agent before the episode e
 
 from __future__ import annotations
 
+import os
 import random
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -14,6 +15,11 @@ from typing import Any
 from omnienv.core.errors import TaskError
 
 __all__ = ["Task", "TaskIndex"]
+
+_UNSEEDED = random.Random()
+"""What draws a task when no seed is given. A generator of its own for each such draw would be
+seeded from the OS each time, which costs more than the rest of a fast environment's reset."""
+os.register_at_fork(after_in_child=_UNSEEDED.seed)  # forked workers must not draw alike
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +99,9 @@ class TaskIndex:
         if split is None:
             return None
         tasks = self.split(split)
-        return random.Random(seed).choice(tasks) if tasks else None
+        if not tasks:
+            return None
+        return (_UNSEEDED if seed is None else random.Random(seed)).choice(tasks)
 
     def choose(self, task: Task | str | None, seed: int | None, split: str | None = None) -> Task | None:
         """The task an episode runs: ``task`` itself, the task it names, or one drawn by ``seed``."""

@@ -48,3 +48,32 @@ def test_copies_pickles_and_reseeding_before_the_first_draw() -> None:
 
 def test_an_unseeded_generator_still_draws_fresh_numbers() -> None:
     assert seeded(None).getrandbits(128) != seeded(None).getrandbits(128)
+
+
+def test_unseeded_task_draws_vary_and_differ_in_a_forked_worker() -> None:
+    """``seed=None`` draws from one generator per process: forked server workers must not draw
+    the same tasks in the same order."""
+    import os
+
+    from omnienv.core import Task, TaskIndex
+
+    index = TaskIndex("many", ("train",), lambda split: [Task(f"{split}/{i}", split) for i in range(10_000)])
+
+    def draws() -> list[str]:
+        return [task.id for task in (index.draw(None) for _ in range(8)) if task is not None]
+
+    assert draws() != draws()
+    reader, writer = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report its draws and leave without running pytest's exit handlers
+        try:
+            os.write(writer, " ".join(draws()).encode())
+        finally:
+            os._exit(0)
+    os.close(writer)
+    parent = draws()
+    with os.fdopen(reader) as pipe:
+        child = pipe.read().split()
+    os.waitpid(pid, 0)
+    assert len(child) == 8 and child != parent
+    assert index.draw(5) == index.draw(5)  # a seed still names one task
