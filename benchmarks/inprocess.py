@@ -21,6 +21,8 @@ from __future__ import annotations
 import argparse
 import gc
 import time
+from collections.abc import Callable
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -33,7 +35,11 @@ from omnienv.envs.wordle.solver import next_guess
 TARGET = 1.3
 
 
-def solved_games(count: int) -> list[tuple[str, str, list[str]]]:
+Games = list[tuple[str, str, list[str]]]
+"""(task id, answer, the solver's guesses) of each game."""
+
+
+def solved_games(count: int) -> Games:
     games = []
     for task in Wordle.tasks("test")[:count]:
         history: list[tuple[str, str]] = []
@@ -45,67 +51,69 @@ def solved_games(count: int) -> list[tuple[str, str, list[str]]]:
     return games
 
 
-def time_raw(games: list[tuple[str, str, list[str]]]) -> tuple[float, float]:
-    vocabulary = accepted_words()
+def time_episodes(
+    games: Games,
+    begin: Callable[[str, str], Any],
+    play: Callable[[Any, list[Any]], None],
+    moves: Callable[[list[str]], list[Any]],
+) -> tuple[float, float]:
+    """Nanoseconds spent in all the steps and in all the resets: ``begin(task_id, answer)`` starts
+    a game, ``play(game, moves)`` makes every move of it (prepared by ``moves`` beforehand)."""
+    prepared = [(task_id, answer, moves(words)) for task_id, answer, words in games]
     step_ns = reset_ns = 0
-    for _, answer, words in games:
+    for task_id, answer, episode in prepared:
         t0 = time.perf_counter_ns()
-        game = WordleGame(answer, vocabulary)
+        game = begin(task_id, answer)
         t1 = time.perf_counter_ns()
+        play(game, episode)
+        t2 = time.perf_counter_ns()
+        reset_ns += t1 - t0
+        step_ns += t2 - t1
+    return step_ns, reset_ns
+
+
+def time_raw(games: Games) -> tuple[float, float]:
+    vocabulary = accepted_words()
+
+    def play(game: WordleGame, words: list[str]) -> None:
         for word in words:
             game.guess(word)
-        t2 = time.perf_counter_ns()
-        reset_ns += t1 - t0
-        step_ns += t2 - t1
-    return step_ns, reset_ns
+
+    return time_episodes(games, lambda _, answer: WordleGame(answer, vocabulary), play, list)
 
 
-def time_omnienv(games: list[tuple[str, str, list[str]]]) -> tuple[float, float]:
-    env = Wordle()
-    calls = [(task_id, [ToolCall("guess", {"word": w}) for w in words]) for task_id, _, words in games]
-    step_ns = reset_ns = 0
-    for task_id, episode in calls:
-        t0 = time.perf_counter_ns()
+def _reset(env: Wordle) -> Callable[[str, str], Wordle]:
+    def begin(task_id: str, _: str) -> Wordle:
         env.reset(task=task_id)
-        t1 = time.perf_counter_ns()
-        for call in episode:
+        return env
+
+    return begin
+
+
+def time_omnienv(games: Games) -> tuple[float, float]:
+    def play(env: Wordle, calls: list[ToolCall]) -> None:
+        for call in calls:
             env.step(call)
-        t2 = time.perf_counter_ns()
-        reset_ns += t1 - t0
-        step_ns += t2 - t1
-    return step_ns, reset_ns
+
+    return time_episodes(games, _reset(Wordle()), play, lambda words: [ToolCall("guess", {"word": w}) for w in words])
 
 
-def time_tool_method(games: list[tuple[str, str, list[str]]]) -> tuple[float, float]:
-    env = Wordle()
-    step_ns = reset_ns = 0
-    for task_id, _, words in games:
-        t0 = time.perf_counter_ns()
-        env.reset(task=task_id)
-        t1 = time.perf_counter_ns()
+def time_tool_method(games: Games) -> tuple[float, float]:
+    def play(env: Wordle, words: list[str]) -> None:
         for word in words:
             env.guess(word)
-        t2 = time.perf_counter_ns()
-        reset_ns += t1 - t0
-        step_ns += t2 - t1
-    return step_ns, reset_ns
+
+    return time_episodes(games, _reset(Wordle()), play, list)
 
 
-def time_authors_code(games: list[tuple[str, str, list[str]]]) -> tuple[float, float]:
-    env = Wordle()
-    step_ns = reset_ns = 0
-    for task_id, _, words in games:
-        t0 = time.perf_counter_ns()
-        env.reset(task=task_id)
-        t1 = time.perf_counter_ns()
+def time_authors_code(games: Games) -> tuple[float, float]:
+    def play(env: Wordle, words: list[str]) -> None:
         for word in words:
             env.guess(word)
         solved(env)
         partial_credit(env)
-        t2 = time.perf_counter_ns()
-        reset_ns += t1 - t0
-        step_ns += t2 - t1
-    return step_ns, reset_ns
+
+    return time_episodes(games, _reset(Wordle()), play, list)
 
 
 def main() -> None:
