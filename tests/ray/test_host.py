@@ -10,6 +10,7 @@ import asyncio
 import os
 import pickle
 import random
+import sys
 import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
@@ -168,6 +169,29 @@ def test_an_inline_environment_is_hosted_without_an_event_loop() -> None:
     assert host.info() == {"pid": os.getpid(), "sessions": 1, "env": "wordle"}
     with pytest.raises(TypeError, match="can block"):
         InlineEnvHost(Threads)
+
+
+def test_batches_pickle_plainly_unless_something_must_travel_by_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Plain data and omnienv's types take the fast pickler; a local class (which pickle cannot
+    name) and anything of ``__main__`` go by value through cloudpickle, as Ray would send them."""
+    from ray import cloudpickle
+
+    plain = [("step", "a", (ToolCall("guess", {"word": "crane"}),)), (True, Observation.of("hi"))]
+    assert encode(plain) == pickle.dumps(plain, protocol=5)
+
+    class Local:
+        def __eq__(self, other: object) -> bool:
+            return type(other).__name__ == "Local"
+
+    assert pickle.loads(encode([("step", "a", (Local(),))])) == [("step", "a", (Local(),))]
+
+    main_class = type("InMain", (), {"__module__": "__main__", "__qualname__": "InMain"})
+    monkeypatch.setattr(sys.modules["__main__"], "InMain", main_class, raising=False)
+    assert b"__main__" in pickle.dumps(main_class)  # pickle would send a name the actor cannot look up
+    blob = encode([main_class])
+    assert blob == bytes(cloudpickle.dumps([main_class], protocol=5))
+    monkeypatch.delattr(sys.modules["__main__"], "InMain")
+    assert pickle.loads(blob)[0].__name__ == "InMain"  # rebuilt from the bytes, not looked up
 
 
 def test_an_inline_call_that_suspends_is_refused() -> None:
