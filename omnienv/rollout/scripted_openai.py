@@ -31,6 +31,16 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, StreamingResponse
 from starlette.routing import Route
 
+from omnienv.rollout.scripted_tokens import (
+    Asked,
+    Produced,
+    ScriptedTokens,
+    hermes_calls,
+    logprob_entries,
+    sample_completion,
+    text_of,
+)
+
 __all__ = ["Faults", "Produced", "Reply", "Responder", "ScriptedTokens", "create_app", "observations"]
 
 Reply = list[tuple[str, dict[str, Any]]]
@@ -49,128 +59,19 @@ class Faults:
     stall_s: float = 30.0
 
 
-class ScriptedTokens:
-    """The scripted model's tokeniser: one token per UTF-8 byte (id = byte + 3), and two specials.
-
-    It is trivial on purpose; what matters is that it is the server's, so the ids a client gets
-    can only have come from here. Each message renders as ``START role\\n text END``; the prompt
-    ends with ``START assistant\\n`` and a completion with ``END`` (the end-of-turn token).
-    """
-
-    START = 1
-    END = 2
-    OFFSET = 3
-
-    @classmethod
-    def encode(cls, text: str) -> list[int]:
-        return [byte + cls.OFFSET for byte in text.encode()]
-
-    @classmethod
-    def piece(cls, token: int) -> str:
-        """The text of one token as vLLM writes it in logprobs (a lone non-ASCII byte by its id)."""
-        if token == cls.START:
-            return "<|im_start|>"
-        if token == cls.END:
-            return "<|im_end|>"
-        byte = token - cls.OFFSET
-        return chr(byte) if byte < 128 else f"token_id:{token}"
-
-    @classmethod
-    def logprob(cls, position: int, token: int) -> float:
-        """A deterministic log-probability in (-4, 0], different for most positions and tokens."""
-        return -((token * 31 + position * 17) % 97) / 25.0
-
-    @classmethod
-    def prompt(cls, items: list[dict[str, Any]]) -> tuple[str, list[int]]:
-        """A conversation (chat ``messages`` or responses ``input``) rendered, and its ids."""
-        text, ids = "", []
-        for item in items:
-            role, body = _rendered(item)
-            text += f"<|im_start|>{role}\n{body}<|im_end|>"
-            ids += [cls.START, *cls.encode(f"{role}\n{body}"), cls.END]
-        text += "<|im_start|>assistant\n"
-        ids += [cls.START, *cls.encode("assistant\n")]
-        return text, ids
-
-
-def _rendered(item: dict[str, Any]) -> tuple[str, str]:
-    """(role, text) of one message or responses input item, tool calls written Hermes-style."""
-    if item.get("type") == "function_call":
-        return "assistant", _hermes([(item.get("name", ""), _arguments(item.get("arguments")))])
-    if item.get("type") == "function_call_output":
-        return "tool", _text(item.get("output"))
-    text = _text(item.get("content"))
-    calls = [(c["function"]["name"], _arguments(c["function"].get("arguments"))) for c in item.get("tool_calls") or ()]
-    return str(item.get("role", "user")), text + _hermes(calls)
-
-
-def _arguments(raw: Any) -> dict[str, Any]:
-    try:
-        parsed = json.loads(raw) if isinstance(raw, str) else raw
-    except ValueError:
-        return {"raw": raw}
-    return parsed if isinstance(parsed, dict) else {"value": parsed}
-
-
-def _hermes(calls: Reply) -> str:
-    return "\n".join(f"<tool_call>{json.dumps({'name': n, 'arguments': a})}</tool_call>" for n, a in calls)
-
-
-@dataclass(slots=True)
-class Produced:
-    """What the server sampled for one request it was asked tokens for (``app.state.produced``)."""
-
-    api: str
-    prompt_token_ids: list[int]
-    completion_token_ids: list[int]
-    logprobs: list[float]
-
-
-@dataclass(frozen=True, slots=True)
-class _Asked:
-    """Which of vLLM's token fields a request asked for."""
-
-    token_ids: bool
-    logprobs: bool
-
-    @property
-    def any(self) -> bool:
-        return self.token_ids or self.logprobs
-
-
-def _sample(api: str, items: list[dict[str, Any]], completion: str) -> tuple[str, Produced]:
-    prompt_text, prompt = ScriptedTokens.prompt(items)
-    ids = [*ScriptedTokens.encode(completion), ScriptedTokens.END]
-    logprobs = [ScriptedTokens.logprob(i, token) for i, token in enumerate(ids)]
-    return prompt_text, Produced(api, prompt, ids, logprobs)
-
-
-def _logprob_entries(produced: Produced, start: int, stop: int) -> list[dict[str, Any]]:
-    """vLLM's chat ``logprobs.content`` entries for completion tokens ``start:stop``."""
-    entries = []
-    for token, logprob in zip(produced.completion_token_ids[start:stop], produced.logprobs[start:stop], strict=True):
-        piece = ScriptedTokens.piece(token)
-        entries.append({"token": piece, "logprob": logprob, "bytes": list(piece.encode()), "top_logprobs": []})
-    return entries
-
-
 def observations(messages: list[dict[str, Any]]) -> list[str]:
     """The tool results in a conversation, in order, in any of the three wire shapes."""
     found = []
     for message in messages:
         if message.get("role") == "tool":
-            found.append(_text(message.get("content")))
+            found.append(text_of(message.get("content")))
         elif message.get("type") == "function_call_output":
-            found.append(_text(message.get("output")))
-        elif message.get("role") == "user" and "<tool_response>" in _text(message.get("content")):
-            found.append(_text(message["content"]).split("<tool_response>", 1)[1].split("</tool_response>")[0].strip())
+            found.append(text_of(message.get("output")))
+        elif message.get("role") == "user" and "<tool_response>" in text_of(message.get("content")):
+            found.append(
+                text_of(message["content"]).split("<tool_response>", 1)[1].split("</tool_response>")[0].strip()
+            )
     return found
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, list):
-        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
-    return str(content or "")
 
 
 def create_app(responder: Responder, faults: Faults = Faults(), *, tokens: bool = True) -> Starlette:
@@ -187,13 +88,13 @@ def create_app(responder: Responder, faults: Faults = Faults(), *, tokens: bool 
             return JSONResponse({"error": {"message": "injected failure", "type": "server_error"}}, 500)
         return None
 
-    def asked(body: dict[str, Any], api: str) -> _Asked:
+    def asked(body: dict[str, Any], api: str) -> Asked:
         if not tokens:
-            return _Asked(False, False)
+            return Asked(False, False)
         if api == "chat":
-            return _Asked(bool(body.get("return_token_ids")), bool(body.get("logprobs")))
+            return Asked(bool(body.get("return_token_ids")), bool(body.get("logprobs")))
         include = body.get("include") or ()
-        return _Asked(bool(body.get("enable_response_messages")), "message.output_text.logprobs" in include)
+        return Asked(bool(body.get("enable_response_messages")), "message.output_text.logprobs" in include)
 
     async def chat(request: Request) -> JSONResponse | StreamingResponse:
         body = await request.json()
@@ -216,7 +117,7 @@ def create_app(responder: Responder, faults: Faults = Faults(), *, tokens: bool 
                 "tool_calls": tool_calls or None,
             }
         else:  # a text-mode client: write the calls the way Hermes-style models do
-            text = _hermes(calls)
+            text = hermes_calls(calls)
             message = {"role": "assistant", "content": text or DONE_TEXT}
         completion: dict[str, Any] = {
             "id": f"chatcmpl-{uuid.uuid4().hex}",
@@ -234,7 +135,7 @@ def create_app(responder: Responder, faults: Faults = Faults(), *, tokens: bool 
         }
         want = asked(body, "chat")
         if want.any:  # the model "sampled" the Hermes text of its calls (or its words), then END
-            _, sample = _sample("chat", body["messages"], _hermes(calls) or DONE_TEXT)
+            _, sample = sample_completion("chat", body["messages"], hermes_calls(calls) or DONE_TEXT)
             produced.append(sample)
             count = (len(sample.prompt_token_ids), len(sample.completion_token_ids))
             completion["usage"] = {"prompt_tokens": count[0], "completion_tokens": count[1], "total_tokens": sum(count)}
@@ -245,7 +146,7 @@ def create_app(responder: Responder, faults: Faults = Faults(), *, tokens: bool 
                 completion["prompt_token_ids"] = sample.prompt_token_ids
                 choice["token_ids"] = sample.completion_token_ids
             if want.logprobs:
-                choice["logprobs"] = {"content": _logprob_entries(sample, 0, len(sample.completion_token_ids))}
+                choice["logprobs"] = {"content": logprob_entries(sample, 0, len(sample.completion_token_ids))}
         if body.get("stream"):  # harnesses that only stream (verifiers 0.4's) get the same answer as chunks
             return StreamingResponse(_chunks(completion), media_type="text/event-stream")
         return JSONResponse(completion)
@@ -288,8 +189,8 @@ def create_app(responder: Responder, faults: Faults = Faults(), *, tokens: bool 
         }
         want = asked(body, "responses")
         if want.any:
-            completion = _hermes(calls) or DONE_TEXT
-            prompt_text, sample = _sample("responses", items, completion)
+            completion = hermes_calls(calls) or DONE_TEXT
+            prompt_text, sample = sample_completion("responses", items, completion)
             produced.append(sample)
             reply["usage"] |= {
                 "input_tokens": len(sample.prompt_token_ids),
@@ -299,7 +200,7 @@ def create_app(responder: Responder, faults: Faults = Faults(), *, tokens: bool 
             if not calls:  # vLLM answers words as an output_text message, log-probabilities on it
                 text: dict[str, Any] = {"type": "output_text", "text": DONE_TEXT, "annotations": []}
                 if want.logprobs:  # vLLM's cover every completion token, not just the text's
-                    text["logprobs"] = _logprob_entries(sample, 0, len(sample.completion_token_ids))
+                    text["logprobs"] = logprob_entries(sample, 0, len(sample.completion_token_ids))
                 message = {"type": "message", "id": f"msg_{uuid.uuid4().hex[:12]}", "role": "assistant"}
                 output.append(message | {"status": "completed", "content": [text]})
             if want.token_ids:
@@ -348,7 +249,7 @@ async def _chunks(completion: dict[str, Any]) -> AsyncIterator[str]:
     yield "data: [DONE]\n\n"
 
 
-async def _token_chunks(completion: dict[str, Any], sample: Produced, want: _Asked) -> AsyncIterator[str]:
+async def _token_chunks(completion: dict[str, Any], sample: Produced, want: Asked) -> AsyncIterator[str]:
     """A streamed completion the vLLM way: ``prompt_token_ids`` on the first chunk, and on each
     choice delta the ``token_ids`` (and logprobs) of the tokens it carries. Text arrives a few
     characters a chunk, tool calls as a header then their arguments in pieces, END with the finish."""
@@ -381,7 +282,7 @@ async def _token_chunks(completion: dict[str, Any], sample: Produced, want: _Ask
         if want.token_ids:
             streamed["token_ids"] = sample.completion_token_ids[start:stop]
         if want.logprobs:
-            streamed["logprobs"] = {"content": _logprob_entries(sample, start, stop)}
+            streamed["logprobs"] = {"content": logprob_entries(sample, start, stop)}
         chunks.append({**head, "choices": [streamed]})
     chunks.append({**head, "choices": [], "usage": completion["usage"]})
     for chunk in chunks:
@@ -434,5 +335,5 @@ async def _response_events(reply: dict[str, Any]) -> AsyncIterator[str]:
 
 def _usage(messages: list[dict[str, Any]], calls: Reply) -> tuple[int, int]:
     """Rough token counts (four characters a token), so usage accounting has numbers to add up."""
-    prompt = sum(len(_text(m.get("content") or m.get("output"))) // 4 + 1 for m in messages)
+    prompt = sum(len(text_of(m.get("content") or m.get("output"))) // 4 + 1 for m in messages)
     return prompt, 8 * max(1, len(calls))
