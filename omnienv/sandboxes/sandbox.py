@@ -23,14 +23,10 @@ the work dir without following symlinks (:meth:`Sandbox.read_work_file`).
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
-import errno
 import fcntl
 import functools
 import logging
 import os
-import shutil
 import signal
 import stat
 import subprocess
@@ -51,47 +47,13 @@ from omnienv.sandboxes.bubblewrap import (
     gate_taken,
 )
 from omnienv.sandboxes.cgroups import Cgroup, probe
+from omnienv.sandboxes.tmpfs import mount_tmpfs, remove_tree, unmount
 
 __all__ = ["Sandbox", "preflight", "sweep_stale"]
 
 logger = logging.getLogger("omnienv.sandbox")
 
-_MS_NOSUID, _MS_NODEV = 2, 4
-_MNT_DETACH = 2
 _LOCK = "owner.lock"
-
-
-@functools.cache
-def _libc() -> Any:
-    return ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
-
-
-def _mount_tmpfs(path: Path, size: int) -> bool:
-    options = f"size={size},mode=0755".encode()
-    if _libc().mount(b"tmpfs", str(path).encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, options) == 0:
-        return True
-    _warn_no_quota(os.strerror(ctypes.get_errno()))
-    return False
-
-
-@functools.cache
-def _warn_no_quota(reason: str) -> None:
-    logger.warning(
-        "sandbox work directories are NOT size-capped (%s: mounting a tmpfs needs root or "
-        "CAP_SYS_ADMIN); only the per-file size limit applies. See docs/security.md.",
-        reason,
-    )
-
-
-def _unmount(path: Path) -> None:
-    if _libc().umount2(str(path).encode(), _MNT_DETACH) != 0 and ctypes.get_errno() not in (errno.EINVAL, errno.ENOENT):
-        logger.warning("could not unmount %s: %s", path, os.strerror(ctypes.get_errno()))
-
-
-def _is_mount(path: Path) -> bool:
-    with contextlib.suppress(OSError):
-        return os.stat(path).st_dev != os.stat(path.parent).st_dev
-    return False
 
 
 def _children(pid: int) -> list[int]:
@@ -134,10 +96,10 @@ class Sandbox:
         self.run_dir.mkdir()
         self.work_dir.mkdir()
         try:
-            self.work_capped = _mount_tmpfs(self.work_dir, self.limits.work_bytes)
+            self.work_capped = mount_tmpfs(self.work_dir, self.limits.work_bytes)
             # The run dir is shared writable with the sandbox (sockets, files it hands the host): it
             # gets its own small tmpfs, or the sandbox could fill the host's disk through it.
-            self.run_capped = _mount_tmpfs(self.run_dir, self.limits.run_bytes)
+            self.run_capped = mount_tmpfs(self.run_dir, self.limits.run_bytes)
             limits = self.limits
             self.cgroup = Cgroup.create(
                 memory_bytes=limits.total_memory_bytes,
@@ -149,7 +111,7 @@ class Sandbox:
             with contextlib.suppress(Exception):
                 if probe().parents:
                     Cgroup(probe(), self.root.name).remove()
-            _remove_root(self.root)
+            remove_tree(self.root)
             os.close(self._owner_lock)
             raise
         self.processes: list[subprocess.Popen[bytes]] = []
@@ -335,7 +297,7 @@ class Sandbox:
             self._closed = True
         self.kill()
         self.cgroup.remove()
-        _remove_root(self.root)
+        remove_tree(self.root)
         os.close(self._owner_lock)
 
 
@@ -364,8 +326,8 @@ def preflight() -> None:
         probe()  # warns once for every per-sandbox limit the machine cannot enforce
         quota = Path(work) / "quota"
         quota.mkdir()
-        if _mount_tmpfs(quota, 1024 * 1024):  # warns once when work dirs cannot be capped
-            _unmount(quota)
+        if mount_tmpfs(quota, 1024 * 1024):  # warns once when work dirs cannot be capped
+            unmount(quota)
 
 
 def _relative_parts(path: str) -> list[str]:
@@ -375,13 +337,6 @@ def _relative_parts(path: str) -> list[str]:
     if not parts or ".." in parts or text.startswith("/"):
         raise ValueError(f"'{path}' is not a file inside the work directory; use a relative path")
     return parts
-
-
-def _remove_root(root: Path) -> None:
-    for mounted in (root / "work", root / "run"):
-        if _is_mount(mounted):
-            _unmount(mounted)
-    shutil.rmtree(root, ignore_errors=True)
 
 
 def _unlocked_for(root: Path) -> float:
@@ -409,7 +364,7 @@ def sweep_stale(base_dir: str | None = None, prefix: str = "omnienv-", *, unlock
                 fd = os.open(root / _LOCK, os.O_RDWR | os.O_CLOEXEC)
             except FileNotFoundError:
                 if _unlocked_for(root) >= unlocked_grace and not (root / _LOCK).exists():
-                    _remove_root(root)
+                    remove_tree(root)
                     removed += 1
                 continue
             except OSError:
@@ -422,7 +377,7 @@ def sweep_stale(base_dir: str | None = None, prefix: str = "omnienv-", *, unlock
             try:
                 if probe().parents:
                     Cgroup(probe(), root.name).remove()
-                _remove_root(root)
+                remove_tree(root)
             finally:
                 os.close(fd)
             removed += 1
