@@ -11,9 +11,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
+from omnienv.core.pickling import pickled_as_constructor_call
+
 __all__ = ["Block", "ImageBlock", "TextBlock", "as_blocks", "block_from_dict", "blocks_text"]
 
 
+@pickled_as_constructor_call
 @dataclass(slots=True)
 class TextBlock:
     text: str
@@ -23,6 +26,7 @@ class TextBlock:
         return {"type": "text", "text": self.text}
 
 
+@pickled_as_constructor_call
 @dataclass(frozen=True, slots=True)
 class ImageBlock:
     """An image as encoded bytes (PNG unless ``mime_type`` says otherwise)."""

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from omnienv.core.errors import TaskError
+from omnienv.core.pickling import pickled_as_constructor_call
 
 __all__ = ["Task", "TaskIndex"]
 
@@ -22,6 +23,7 @@ seeded from the OS each time, which costs more than the rest of a fast environme
 os.register_at_fork(after_in_child=_UNSEEDED.seed)  # forked workers must not draw alike
 
 
+@pickled_as_constructor_call
 @dataclass(frozen=True, slots=True)
 class Task:
     id: str

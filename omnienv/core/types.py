@@ -11,10 +11,12 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from omnienv.core.content import Block, as_blocks, block_from_dict, blocks_text
+from omnienv.core.pickling import pickled_as_constructor_call
 
 __all__ = ["Failure", "Observation", "State", "StepResult", "ToolCall", "ToolResult"]
 
 
+@pickled_as_constructor_call
 @dataclass(slots=True)
 class ToolCall:
     """The agent's action: one call of one tool."""
@@ -34,6 +36,7 @@ class ToolCall:
         return cls(str(data["name"]), dict(data.get("arguments") or {}), data.get("id"))
 
 
+@pickled_as_constructor_call
 @dataclass(slots=True)
 class ToolResult:
     """What a tool may return when a plain string is not enough."""
@@ -55,6 +58,7 @@ class ToolResult:
         return cls(as_blocks(content), reward, done, info if info is not None else {})
 
 
+@pickled_as_constructor_call
 @dataclass(slots=True)
 class Observation:
     """What the agent reads after reset or a step; ``is_error`` marks a failed tool call."""
@@ -101,6 +105,7 @@ def episode_over(outcome: Ending) -> bool:
     return outcome.done or outcome.truncated or outcome.failure is not None
 
 
+@pickled_as_constructor_call
 @dataclass(frozen=True, slots=True)
 class Failure:
     """An infrastructure failure. Episodes that carry one are masked by trainers, never scored."""
@@ -124,6 +129,7 @@ class Failure:
         return cls(kind, f"{where} raised {type(exc).__name__}: {exc}")
 
 
+@pickled_as_constructor_call
 @dataclass(slots=True)
 class StepResult:
     """The outcome of one step.
@@ -169,6 +175,7 @@ class StepResult:
         )
 
 
+@pickled_as_constructor_call
 @dataclass(slots=True)
 class State:
     """The infrastructure's view of an episode. ``fields`` must never reveal the answer."""
