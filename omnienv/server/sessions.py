@@ -36,6 +36,7 @@ from omnienv.protocol.messages import Reset
 from omnienv.protocol.session import SessionMachine
 from omnienv.server.bindings import Bindings
 from omnienv.server.config import ServerConfig
+from omnienv.server.deadlines import DeadlineExpired, StepDeadlines
 
 __all__ = ["FAMILIES", "MCP", "NEMO_GYM", "OPENENV", "OPERATOR", "ORS", "EnvFactory", "Session", "SessionManager"]
 
@@ -99,6 +100,7 @@ class SessionManager:
         # A non-blocking sync env runs inline on the loop: no deadline could interrupt it anyway.
         interruptible = self._blocking or issubclass(env_class, AsyncEnvironment) or env_factory is not None
         self._deadline = config.step_timeout if interruptible else None
+        self._deadlines = StepDeadlines(self._deadline) if self._deadline is not None else None
         self._executor: ThreadPoolExecutor | None = None
         self._reaper: asyncio.Task[None] | None = None
         self._background: set[asyncio.Task[Any]] = set()
@@ -293,16 +295,13 @@ class SessionManager:
 
     async def _bounded(self, session: Session, what: str, call: Awaitable[T]) -> T:
         try:
-            if self._deadline is None:
+            if self._deadlines is None:
                 return await call
-            async with asyncio.timeout(self._deadline) as scope:
-                return await call
+            return await self._deadlines.run(call)
         except WorkerLostError as exc:  # only reset may follow, on a fresh environment
             session.machine.fail(Failure("worker_lost", exc.message))
             raise
-        except TimeoutError:
-            if self._deadline is None or not scope.expired():
-                raise
+        except DeadlineExpired:
             failure = Failure("step_timeout", f"{what} ran longer than the {self._deadline:g} s deadline")
             session.machine.fail(failure)
             raise StepTimeoutError(
