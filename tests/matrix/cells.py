@@ -9,12 +9,13 @@ report with the same episode played on the bare environment (:mod:`tests.matrix.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 import math
 import re
-from collections.abc import Coroutine, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Coroutine, Iterable
+from dataclasses import dataclass, replace
 from typing import Any
 
 from omnienv.core import EnvironmentBase, Observation, StepResult, TextBlock, ToolCall
@@ -47,12 +48,23 @@ CRASH = "__crash__"
 
 
 class Crashes:
-    """Raise (an infrastructure failure, not an agent's mistake) on a call carrying :data:`CRASH`."""
+    """Raise (an infrastructure failure, not an agent's mistake) on a call carrying :data:`CRASH`:
+    each tool of the class is wrapped, so the step runs up to the tool and crashes there."""
 
-    def _resolve_call(self, call: ToolCall) -> Any:
-        if CRASH in json.dumps(call.arguments):
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        tools = cls.tools  # type: ignore[attr-defined]  # set by EnvironmentBase, next in the MRO
+        cls.tools = {name: replace(spec, function=_crashing(spec.function)) for name, spec in tools.items()}  # type: ignore[attr-defined]
+
+
+def _crashing(function: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(function)  # the same signature: the tool is called as before
+    def tool(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if CRASH in json.dumps([args, kwargs]):
             raise RuntimeError("the sandbox died")
-        return super()._resolve_call(call)  # type: ignore[misc]
+        return function(self, *args, **kwargs)
+
+    return tool
 
 
 class MatrixWordle(Crashes, Wordle):
