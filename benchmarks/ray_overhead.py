@@ -4,8 +4,8 @@ Two server processes, started in this run and measured by turns with the same cl
 
 - ``plain``: ``omnienv serve wordle`` (environments in the server process);
 - ``ray``: ``omnienv serve wordle --ray local --ray-actors N`` (a private Ray instance on 127.0.0.1;
-  every reset and step is an actor method call from the front server to a host actor, the calls
-  of one event-loop turn to one actor batched into one);
+  every reset and step goes from the front server to a host actor, the calls of one event-loop
+  turn to one actor batched into one, over the actor's own connection: ``omnienv.ray.channel``);
 - ``pool``: after both servers stopped, ``omnienv.ray.EnvPool`` driven from this process (no
   server, no WebSocket: one batched actor call per actor per step of all environments).
 

@@ -6,15 +6,21 @@ so each actor gets one ``call_blob`` per batch (the calls pickled into one ``byt
 ships far more cheaply than a list of objects) and its reply is handed back call by call: the
 cost per step falls with concurrency, and a lone session waits no longer than before (a batch
 leaves at the end of the current turn, or when an earlier one returns; never on a timer).
+A batch goes over the actor's direct connection when it has one (:mod:`omnienv.ray.channel`),
+else as a Ray call.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import pickle
 from typing import Any
 
+from omnienv.ray.channel import ChannelAddress, ChannelClient, ChannelUnreachable
 from omnienv.ray.host import Reply, encode
+
+logger = logging.getLogger("omnienv.ray")
 
 __all__ = ["CallBatcher"]
 
@@ -29,11 +35,14 @@ class CallBatcher:
     gets ever larger batches, so the caller's cost per call shrinks as the load grows.
     """
 
-    __slots__ = ("actor", "in_flight", "loop", "pending", "scheduled", "tasks", "window")
+    __slots__ = ("actor", "channel", "in_flight", "loop", "pending", "scheduled", "tasks", "window")
 
-    def __init__(self, actor: Any, loop: asyncio.AbstractEventLoop, window: int = 1) -> None:
+    def __init__(
+        self, actor: Any, loop: asyncio.AbstractEventLoop, window: int = 1, channel: ChannelAddress | None = None
+    ) -> None:
         self.actor = actor
         self.loop = loop
+        self.channel = ChannelClient(channel, loop) if channel is not None else None
         self.window = window
         self.in_flight = 0
         self.scheduled = False
@@ -58,18 +67,33 @@ class CallBatcher:
         if not batch:
             return
         try:
-            ref = self.actor.call_blob.remote(encode([(method, key, args) for method, key, args, _ in batch]))
+            blob = encode([(method, key, args) for method, key, args, _ in batch])
         except Exception as exc:
             _fail(batch, exc)
             return
         self.in_flight += 1
-        task = self.loop.create_task(self._deliver(ref, batch))
+        task = self.loop.create_task(self._deliver(blob, batch))
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
 
-    async def _deliver(self, ref: Any, batch: list[_Pending]) -> None:
+    async def _send(self, blob: bytes) -> bytes:
+        channel = self.channel
+        if channel is not None:
+            try:
+                return await channel.request(blob)
+            except ChannelUnreachable as exc:  # nothing was sent: Ray carries it, and the rest
+                logger.warning("%s; calling the actor through Ray instead", exc)
+                self.channel = None
+        return await self.actor.call_blob.remote(blob)
+
+    def close(self) -> None:
+        """Close the direct connection (from any thread); calls in flight fail as lost."""
+        if self.channel is not None:
+            self.channel.close()
+
+    async def _deliver(self, blob: bytes, batch: list[_Pending]) -> None:
         try:
-            replies = pickle.loads(await ref)
+            replies = pickle.loads(await self._send(blob))
         except Exception as exc:  # the actor died, or Ray failed: every call of the batch says so
             _fail(batch, exc)
             return

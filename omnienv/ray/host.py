@@ -5,7 +5,9 @@ holds a dict of environment instances instead, so a cluster hosts thousands of s
 processes. Its methods are coroutines (an async actor): blocking environments run in the
 actor's own bounded thread pool, async ones on its event loop. Synchronous non-blocking ones
 (Wordle) get a plain single-threaded actor instead (:class:`InlineEnvHost`): same code, no loop.
-Between processes a batch of calls and its replies travel as one pickled ``bytes`` each.
+Between processes a batch of calls and its replies travel as one pickled ``bytes`` each, through
+Ray (``call_blob``) or, for a front server, over a direct connection to the actor
+(:mod:`omnienv.ray.channel`, opened by ``info(channel=True)``).
 
 Every method answers a :data:`Reply` instead of raising, so that an environment's own error (an
 ``OmniEnvError``) reaches the caller as the same typed exception, and a batch answers per item.
@@ -17,6 +19,7 @@ import asyncio
 import os
 import pickle
 import sys
+import threading
 from collections.abc import Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeAlias, TypeVar
@@ -27,6 +30,7 @@ from omnienv.core.errors import EnvironmentFailure, NotResetError, OmniEnvError
 from omnienv.core.registry import load_environment
 from omnienv.core.tasks import Task
 from omnienv.core.types import ToolCall
+from omnienv.ray.channel import AsyncChannelServer, ThreadChannelServer
 
 __all__ = ["Call", "EnvHost", "InlineEnvHost", "Reply", "encode", "host_class", "is_inline", "unwrap"]
 
@@ -71,6 +75,7 @@ class EnvHost:
         workers = threads or min(32, (os.cpu_count() or 1) + 4)
         self.executor = ThreadPoolExecutor(workers, "omnienv-host") if self.blocking else None
         self.envs: dict[str, AsyncEnv] = {}
+        self.channel: AsyncChannelServer | None = None
 
     def _env(self, key: str) -> AsyncEnv:
         env = self.envs.get(key)
@@ -172,10 +177,17 @@ class EnvHost:
 
     # -- introspection ------------------------------------------------------------------------
 
-    async def info(self) -> dict[str, Any]:
+    async def info(self, channel: bool = False) -> dict[str, Any]:
         """Where this host runs and how many sessions it holds (for operators and tests): its
-        process, and on a Ray actor its node's id and address."""
-        return {"pid": os.getpid(), "sessions": len(self.envs), "env": self.env_class.name, **_ray_node()}
+        process, and on a Ray actor its node's id and address. ``channel=True`` also opens (once)
+        the direct connection a front server sends its batches over, and answers its address."""
+        info = {"pid": os.getpid(), "sessions": len(self.envs), "env": self.env_class.name, **_ray_node()}
+        if channel:
+            if self.channel is None:
+                self.channel = AsyncChannelServer(self.call_blob, _channel_host(info))
+                await self.channel.start()
+            info["channel"] = self.channel.address
+        return info
 
 
 class InlineEnvHost:
@@ -192,13 +204,24 @@ class InlineEnvHost:
         self.host = EnvHost(env, threads)
         if not self.host.inline:
             raise TypeError(f"{self.host.env_class.name} can block or suspend: host it on an EnvHost")
+        self.lock = threading.Lock()
+        """Ray's calls and the channel's thread take turns: one call at a time, as on one thread."""
+        self.channel: ThreadChannelServer | None = None
 
     def call_blob(self, blob: bytes) -> bytes:
         calls: list[Call] = pickle.loads(blob)
-        return encode([_run_now(self.host._dispatch(method, key, args)) for method, key, args in calls])
+        with self.lock:
+            return encode([_run_now(self.host._dispatch(method, key, args)) for method, key, args in calls])
 
-    def info(self) -> dict[str, Any]:
-        return _run_now(self.host.info())
+    def info(self, channel: bool = False) -> dict[str, Any]:
+        """:meth:`EnvHost.info`; the channel's batches are answered on a thread of its own."""
+        with self.lock:
+            info = _run_now(self.host.info())
+            if channel:
+                if self.channel is None:
+                    self.channel = ThreadChannelServer(self.call_blob, _channel_host(info))
+                info["channel"] = self.channel.address
+            return info
 
 
 def host_class(env_class: type[EnvironmentBase]) -> type[EnvHost] | type[InlineEnvHost]:
@@ -243,6 +266,12 @@ def _run_now(coroutine: Coroutine[Any, Any, T]) -> T:
         return done.value
     coroutine.close()
     raise RuntimeError("an inline environment's call suspended: its class should say blocking = True")
+
+
+def _channel_host(info: dict[str, Any]) -> str:
+    """The address the channel listens on: the Ray node's (loopback for a node pinned there, and
+    outside Ray)."""
+    return str(info.get("node_ip") or "127.0.0.1")
 
 
 def _ray_node() -> dict[str, str]:

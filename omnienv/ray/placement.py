@@ -26,6 +26,7 @@ from ray.exceptions import RayError
 from omnienv.core.env import EnvironmentBase
 from omnienv.core.errors import WorkerLostError
 from omnienv.core.registry import load_environment
+from omnienv.ray.channel import ChannelAddress
 from omnienv.ray.host import host_class, is_inline
 
 __all__ = ["Host", "HostPool", "actor_options"]
@@ -53,6 +54,9 @@ class Host:
     """The Ray node the actor runs on (hex id), known once it answered."""
     node_ip: str = ""
     pid: int = 0
+    channel: ChannelAddress | None = field(default=None, repr=False)
+    """Where the front sends this actor's batches directly (:mod:`omnienv.ray.channel`); None:
+    through Ray."""
     batcher: Any = field(default=None, repr=False)
     """Coalesces this actor's calls per event-loop turn (set by :mod:`omnienv.ray.remote`)."""
 
@@ -61,6 +65,12 @@ class Host:
         self.node_id = str(info.get("node_id") or "")
         self.node_ip = str(info.get("node_ip") or "")
         self.pid = int(info.get("pid") or 0)
+        self.channel = info.get("channel")
+
+    def disconnect(self) -> None:
+        """Close the front's direct connection to the actor, if one is open."""
+        if self.batcher is not None:
+            self.batcher.close()
 
     def where(self) -> str:
         """``actor 0: node 1a2b3c4d5e6f (10.0.0.2), pid 4242`` (for operators' logs)."""
@@ -97,7 +107,9 @@ class HostPool:
     ``actors=None`` starts one per CPU the cluster has (divided by the per-actor ``num_cpus``).
     ``options`` are ``ray.remote`` actor options (``num_cpus``, ``num_gpus``, ``memory``,
     ``resources``, ``scheduling_strategy``...). ``replace=False`` leaves a dead actor's place
-    empty (the pool shrinks). Call :meth:`shutdown` when done.
+    empty (the pool shrinks). ``direct=True`` has each actor open a connection of its own for the
+    front's batches (:mod:`omnienv.ray.channel`), far cheaper per call than Ray's; a front server
+    wants it, :class:`~omnienv.ray.EnvPool` calls through Ray. Call :meth:`shutdown` when done.
     """
 
     def __init__(
@@ -109,6 +121,7 @@ class HostPool:
         threads: int = 0,
         ready_timeout: float = 120.0,
         replace: bool = True,
+        direct: bool = True,
     ) -> None:
         if not ray.is_initialized():
             raise RuntimeError("Ray is not running here: call omnienv.ray.connect() (or ray.init) first")
@@ -121,6 +134,7 @@ class HostPool:
         if actors < 1:
             raise ValueError("a HostPool needs at least one actor")
         self.replace = replace
+        self.direct = direct
         self.closed = False
         self.replaced = 0
         """Replacement actors started so far (for operators and tests)."""
@@ -141,7 +155,7 @@ class HostPool:
 
     def wait_ready(self, timeout: float) -> None:
         """Block until every actor answers; raise if one cannot be scheduled in time."""
-        pending = {host.actor.info.remote(): host for host in self.hosts}
+        pending = {host.actor.info.remote(self.direct): host for host in self.hosts}
         deadline = time.monotonic() + timeout
         while pending:
             left = deadline - time.monotonic()
@@ -183,10 +197,13 @@ class HostPool:
 
     def lost(self, host: Host, reason: object) -> WorkerLostError:
         """Mark ``host`` dead (once), start its replacement, and return the error its sessions
-        fail with."""
+        fail with. The actor is killed too: one whose connection broke while Ray still thought it
+        alive must not live on, unused, beside its replacement."""
         if host.alive:
             host.alive = False
             host.death = str(reason).strip().splitlines()[0] if str(reason).strip() else type(reason).__name__
+            host.disconnect()
+            _kill(host.actor)
             if self.replace and not self.closed:
                 self._start_replacement()
                 logger.warning("%s died (%s); its sessions fail, a replacement is starting", host.where(), host.death)
@@ -199,8 +216,14 @@ class HostPool:
 
     def _start_replacement(self) -> None:
         host = self._spawn()
-        self.starting.append((host.actor.info.remote(), host))
+        answer = host.actor.info.remote(self.direct)
+        self.starting.append((answer, host))
         self.replaced += 1
+        try:  # on a front server, admit it (or replace it in turn) as soon as it answers or dies
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # a trainer's pool: admitted on its next placement
+            return
+        answer.future().add_done_callback(lambda _: _call_soon(loop, self.admit))
 
     def admit(self) -> None:
         """Let the replacements that answered take sessions (costs nothing when none is starting).
@@ -264,10 +287,8 @@ class HostPool:
             if host.alive:
                 host.alive = False
                 host.death = "the pool was shut down"
-            try:
-                ray.kill(host.actor)
-            except Exception:  # already gone
-                pass
+            host.disconnect()
+            _kill(host.actor)
         self.starting = []
 
     def __enter__(self) -> HostPool:
@@ -275,3 +296,18 @@ class HostPool:
 
     def __exit__(self, *exc: object) -> None:
         self.shutdown()
+
+
+def _call_soon(loop: asyncio.AbstractEventLoop, callback: Any) -> None:
+    """Hand ``callback`` to ``loop`` from Ray's thread, unless the loop has closed since."""
+    try:
+        loop.call_soon_threadsafe(callback)
+    except RuntimeError:
+        pass
+
+
+def _kill(actor: Any) -> None:
+    try:
+        ray.kill(actor)
+    except Exception:  # already gone
+        pass

@@ -79,7 +79,7 @@ class EnvPool:
         if num_envs < 1:
             raise ValueError("an EnvPool needs num_envs >= 1")
         self._own_hosts = hosts is None
-        self.hosts = hosts if hosts is not None else HostPool(env, num_actors, options=actor_options)
+        self.hosts = hosts if hosts is not None else HostPool(env, num_actors, options=actor_options, direct=False)
         self.env_class = self.hosts.env_class
         self.slots = [_Slot(uuid.uuid4().hex, self.hosts.place()) for _ in range(num_envs)]
         self.closed = False

@@ -21,6 +21,7 @@ from omnienv.core.tasks import Task
 from omnienv.core.tools import ToolSpec
 from omnienv.core.types import Observation, State, StepResult, ToolCall
 from omnienv.ray.batching import CallBatcher
+from omnienv.ray.channel import ChannelLost
 from omnienv.ray.host import unwrap
 from omnienv.ray.placement import Host, HostPool
 
@@ -82,10 +83,12 @@ class RemoteEnv:
         loop = asyncio.get_running_loop()
         batcher = host.batcher
         if batcher is None or batcher.loop is not loop:
-            batcher = host.batcher = CallBatcher(host.actor, loop)
+            if batcher is not None:
+                batcher.close()
+            batcher = host.batcher = CallBatcher(host.actor, loop, channel=host.channel)
         try:
             reply = await batcher.call(method, self.key, args)
-        except RayActorError as exc:
+        except (RayActorError, ChannelLost) as exc:
             raise self.pool.lost(host, exc) from None
         return unwrap(reply)
 

@@ -8,11 +8,13 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 
+import psutil
 import pytest
 
 ray = pytest.importorskip("ray", reason="needs the ray extra: pip install 'omnienv[ray]'")
 
 from omnienv.ray import HostPool, connect, disconnect  # noqa: E402
+from omnienv.ray.placement import Host  # noqa: E402
 
 ACTOR = {"num_cpus": 0.5}
 """Four host actors fit the 2-CPU test instance."""
@@ -47,16 +49,20 @@ def eventually(predicate: Callable[[], bool], timeout: float = 20.0, what: str =
         time.sleep(0.01)
 
 
-def kill(actor: object) -> None:
-    """``ray.kill``, then wait until the actor is really gone (the kill is asynchronous)."""
-    ray.kill(actor)
+def kill(host: Host) -> None:
+    """``ray.kill``, then wait until the actor is really gone (the kill is asynchronous): Ray
+    says it is dead, and its process has exited (Ray says so first, and until the process exits
+    it still answers on its direct connection)."""
+    ray.kill(host.actor)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         try:
-            ray.get(actor.info.remote(), timeout=10)  # type: ignore[attr-defined]
+            ray.get(host.actor.info.remote(), timeout=10)
         except ray.exceptions.RayActorError:
-            return
+            break
         except ray.exceptions.GetTimeoutError:
             continue
         time.sleep(0.01)
-    raise AssertionError("the killed actor still answers after 30 s")
+    else:
+        raise AssertionError("the killed actor still answers after 30 s")
+    eventually(lambda: not psutil.pid_exists(host.pid), 30, f"the killed actor's process {host.pid} exits")

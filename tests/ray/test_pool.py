@@ -84,7 +84,7 @@ def test_killed_actor_fails_only_its_sessions_and_they_restart_on_live_actors(wo
         victim = wordle_hosts.hosts[1]
         doomed = {i for i, slot in enumerate(pool.slots) if slot.host is victim}
         assert len(doomed) == 10
-        kill(victim.actor)
+        kill(victim)
 
         results = pool.step([ToolCall("guess", {"word": "crane"})] * 40)
         lost = {i for i, r in enumerate(results) if isinstance(r, WorkerLostError)}
@@ -113,7 +113,7 @@ def test_async_batches_and_an_actor_lost_before_the_call(wordle_hosts: HostPool)
         try:
             observations = await pool.areset(list(range(8)))
             assert all(isinstance(o, Observation) for o in observations)
-            kill(wordle_hosts.hosts[0].actor)
+            kill(wordle_hosts.hosts[0])
             results = await pool.astep([ToolCall("guess", {"word": "crane"})] * 8)
             lost = [i for i, r in enumerate(results) if isinstance(r, WorkerLostError)]
             assert lost == [i for i, s in enumerate(pool.slots) if s.host.index == 0] and len(lost) == 2
@@ -129,7 +129,7 @@ def test_async_batches_and_an_actor_lost_before_the_call(wordle_hosts: HostPool)
 def test_every_actor_dead_is_a_typed_error(ray_local: None) -> None:
     hosts = HostPool("wordle", 1, options={"num_cpus": 0.5}, replace=False)
     with hosts, EnvPool("wordle", 2, hosts=hosts) as pool:
-        kill(hosts.hosts[0].actor)
+        kill(hosts.hosts[0])
         assert all(isinstance(r, WorkerLostError) for r in pool.state())
         results = pool.reset([1, 2])
         assert all(isinstance(r, WorkerLostError) and "every Ray actor" in str(r) for r in results)
@@ -141,7 +141,7 @@ def test_a_reset_waits_for_the_replacement_of_the_only_actor(ray_local: None) ->
         first = hosts.hosts[0]
         assert first.node_id and first.node_ip == "127.0.0.1" and first.pid  # where it runs
         pool.reset([1, 2])
-        kill(first.actor)
+        kill(first)
         assert all(isinstance(r, WorkerLostError) for r in pool.step([ToolCall("guess", {"word": "crane"})] * 2))
         assert hosts.replaced == 1
         observations = pool.reset([3, 4])  # no live actor yet, one starting: the reset waits for it

@@ -124,7 +124,7 @@ def test_killed_actor_fails_its_sessions_with_a_flag_and_new_ones_go_to_live_act
         victim = wordle_hosts.hosts[2]
         doomed = [sid for sid in ids if actor_of(app, sid) == 2]
         assert len(doomed) == 2
-        kill(victim.actor)
+        kill(victim)
 
         replies = {sid: http.post(f"/sessions/{sid}/step", json=guess) for sid in ids}
         failed = {sid for sid, r in replies.items() if r.json()["type"] == "error"}
@@ -160,7 +160,7 @@ def test_ws_client_sees_a_typed_worker_lost_error(served: tuple[OmniApp, str], w
         try:
             for env in envs:
                 await env.reset(seed=5)
-            kill(wordle_hosts.hosts[0].actor)
+            kill(wordle_hosts.hosts[0])
             outcomes = await asyncio.gather(
                 *(env.step(ToolCall("guess", {"word": "crane"})) for env in envs), return_exceptions=True
             )
@@ -184,7 +184,7 @@ def test_new_sessions_skip_an_actor_found_dead_while_opening(
     served: tuple[OmniApp, str], wordle_hosts: HostPool
 ) -> None:
     app, url = served
-    kill(wordle_hosts.hosts[0].actor)  # nobody has noticed yet: it is still the least loaded
+    kill(wordle_hosts.hosts[0])  # nobody has noticed yet: it is still the least loaded
     with httpx.Client(base_url=url, timeout=30) as http:
         replies = [http.post("/sessions").json() for _ in range(6)]
         ids = [reply["session_id"] for reply in replies]
@@ -205,7 +205,7 @@ def test_a_dead_actor_is_replaced_and_its_replacement_takes_new_sessions(
         for sid in ids:
             assert http.post(f"/sessions/{sid}/reset", json={"seed": 1}).status_code == 200
         victim = wordle_hosts.hosts[1]
-        kill(victim.actor)
+        kill(victim)
         replies = [http.post(f"/sessions/{sid}/step", json=guess).json() for sid in ids]
         assert sum(r["type"] == "error" and r["data"]["code"] == "WORKER_LOST" for r in replies) == 2
         assert wordle_hosts.replaced == 1  # started at the first failure, not at the next session

@@ -1,0 +1,320 @@
+"""The direct connection between the front and a host actor (``omnienv.ray.channel``).
+
+Its two servers and the front's client are tested in-process on 127.0.0.1 (they import nothing
+from Ray); then on real actors: a front's calls travel over it, a trainer's pool opens none, an
+actor that cannot be reached is called through Ray instead, and whoever lacks the secret gets
+nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import pickle
+import socket
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import replace
+
+import psutil
+import pytest
+import ray
+
+from omnienv.core import ToolCall, WorkerLostError
+from omnienv.ray import EnvPool, HostPool, RemoteEnv
+from omnienv.ray import channel as channel_module
+from omnienv.ray.channel import (
+    HEADER,
+    AsyncChannelServer,
+    ChannelAddress,
+    ChannelClient,
+    ChannelLost,
+    ChannelUnreachable,
+    ThreadChannelServer,
+)
+from tests.net import free_port
+from tests.ray.conftest import eventually, kill
+
+Server = ThreadChannelServer | AsyncChannelServer
+
+
+def reverse(batch: bytes) -> bytes:
+    return batch[::-1]
+
+
+@asynccontextmanager
+async def served(kind: str, answer: Callable[[bytes], bytes] = reverse) -> AsyncIterator[Server]:
+    """A channel server of ``kind`` on 127.0.0.1, answering with ``answer``."""
+    server: Server
+    if kind == "thread":
+        server = ThreadChannelServer(answer, "127.0.0.1")
+    else:
+
+        async def answer_async(batch: bytes) -> bytes:
+            return answer(batch)
+
+        server = AsyncChannelServer(answer_async, "127.0.0.1")
+        await server.start()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+def run(scenario: Callable[[], Awaitable[None]]) -> None:
+    asyncio.run(asyncio.wait_for(scenario(), 30))
+
+
+@pytest.mark.parametrize("kind", ["thread", "async"])
+def test_batches_round_trip_and_many_in_flight_each_get_their_own_reply(kind: str) -> None:
+    async def scenario() -> None:
+        async with served(kind) as server:
+            client = ChannelClient(server.address, asyncio.get_running_loop())
+            try:
+                assert await client.request(b"abc") == b"cba"
+                big = bytes(range(256)) * 4096  # 1 MiB: a reply of screenshots
+                replies = await asyncio.gather(*(client.request(b"%d" % n + big) for n in range(20)))
+                assert replies == [(b"%d" % n + big)[::-1] for n in range(20)]
+            finally:
+                client.close()
+
+    run(scenario)
+
+
+def test_an_async_actor_answers_a_quick_batch_before_a_slow_one_sent_first() -> None:
+    async def scenario() -> None:
+        release = asyncio.Event()
+
+        async def answer(batch: bytes) -> bytes:
+            if batch == b"slow":
+                await release.wait()
+            return batch.upper()
+
+        server = AsyncChannelServer(answer, "127.0.0.1")
+        await server.start()
+        client = ChannelClient(server.address, asyncio.get_running_loop())
+        try:
+            slow = asyncio.ensure_future(client.request(b"slow"))
+            assert await client.request(b"quick") == b"QUICK"
+            assert not slow.done()
+            release.set()
+            assert await slow == b"SLOW"
+        finally:
+            client.close()
+            server.close()
+
+    run(scenario)
+
+
+def raw_connection(address: ChannelAddress) -> socket.socket:
+    sock = socket.create_connection((address.host, address.port), timeout=10)
+    sock.settimeout(10)
+    return sock
+
+
+def closed_by_peer(sock: socket.socket) -> bool:
+    try:
+        return sock.recv(1) == b""
+    except ConnectionResetError:
+        return True
+
+
+@pytest.mark.parametrize("kind", ["thread", "async"])
+def test_without_the_secret_nothing_is_unpickled_and_the_connection_is_closed(
+    kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(channel_module, "AUTH_TIMEOUT_S", 0.3)
+    answered: list[bytes] = []
+
+    def answer(batch: bytes) -> bytes:
+        answered.append(batch)
+        return pickle.dumps("answered")
+
+    class Boom:
+        def __reduce__(self) -> tuple[object, ...]:
+            return (print, ("unpickled!",))
+
+    frame = pickle.dumps(Boom())
+    attempts = {
+        "wrong secret": bytes(32) + HEADER.pack(1, len(frame)) + frame,
+        "a frame first": HEADER.pack(1, len(frame)) + frame + bytes(64),
+        "a short secret": b"x",  # then silence: closed after the time allowed
+        "nothing": b"",
+    }
+
+    async def scenario() -> None:
+        async with served(kind, answer) as server:
+            for what, sent in attempts.items():
+                sock = await asyncio.to_thread(raw_connection, server.address)
+                with sock:
+                    sock.sendall(sent)
+                    assert await asyncio.to_thread(closed_by_peer, sock), what
+            assert answered == []
+            client = ChannelClient(server.address, asyncio.get_running_loop())  # the secret still opens it
+            try:
+                assert pickle.loads(await client.request(b"fine")) == "answered"
+            finally:
+                client.close()
+
+    run(scenario)
+    assert answered == [b"fine"]
+
+
+def test_the_secret_stays_out_of_the_address_repr() -> None:
+    address = ChannelAddress("127.0.0.1", 1234, "ab" * 32)
+    assert "ab" * 4 not in repr(address) and "1234" in repr(address)
+
+
+SERVER_PROCESS = """
+import asyncio, json, sys, time
+from omnienv.ray.channel import AsyncChannelServer, ThreadChannelServer
+
+def answer(batch):
+    time.sleep(60)  # never answers: the process is killed first
+    return batch
+
+async def answer_async(batch):
+    await asyncio.sleep(60)
+    return batch
+
+def announce(server):
+    print(json.dumps([server.address.port, server.address.secret]), flush=True)
+
+if sys.argv[1] == "thread":
+    announce(ThreadChannelServer(answer, "127.0.0.1"))
+    time.sleep(120)
+else:
+    async def main():
+        server = AsyncChannelServer(answer_async, "127.0.0.1")
+        await server.start()
+        announce(server)
+        await asyncio.sleep(120)
+    asyncio.run(main())
+"""
+
+
+@pytest.mark.parametrize("kind", ["thread", "async"])
+def test_a_killed_servers_connection_fails_the_calls_in_flight_and_every_later_one(kind: str) -> None:
+    process = subprocess.Popen([sys.executable, "-c", SERVER_PROCESS, kind], stdout=subprocess.PIPE)
+    try:
+        assert process.stdout is not None
+        port, secret = json.loads(process.stdout.readline())
+
+        async def scenario() -> None:
+            client = ChannelClient(ChannelAddress("127.0.0.1", port, secret), asyncio.get_running_loop())
+            try:
+                pending = asyncio.ensure_future(client.request(b"never answered"))
+                await asyncio.sleep(0)  # sent
+                process.kill()  # as when an actor dies: the kernel closes its sockets
+                with pytest.raises(ChannelLost, match="broke"):
+                    await pending
+                with pytest.raises(ChannelLost):
+                    await client.request(b"later")
+            finally:
+                client.close()
+
+        run(scenario)
+    finally:
+        process.kill()
+        process.wait(10)
+
+
+def test_no_listener_is_unreachable_and_nothing_was_sent() -> None:
+    async def scenario() -> None:
+        client = ChannelClient(ChannelAddress("127.0.0.1", free_port(), "00" * 32), asyncio.get_running_loop())
+        with pytest.raises(ChannelUnreachable, match="cannot connect"):
+            await client.request(b"x")
+
+    run(scenario)
+
+
+# -- on real actors ----------------------------------------------------------------------------
+
+
+def front_connections(port: int) -> list[psutil._common.pconn]:
+    return [
+        c
+        for c in psutil.Process().net_connections("tcp")
+        if c.raddr and c.raddr.port == port and c.status == psutil.CONN_ESTABLISHED
+    ]
+
+
+@pytest.mark.usefixtures("ray_local")
+def test_a_fronts_calls_travel_over_the_actors_own_connection_on_loopback(wordle_hosts: HostPool) -> None:
+    host = wordle_hosts.hosts[0]
+    assert host.channel is not None and host.channel.host == "127.0.0.1" == host.node_ip
+    listening = [c for c in psutil.Process(host.pid).net_connections("tcp") if c.status == psutil.CONN_LISTEN]
+    assert [(c.laddr.ip, c.laddr.port) for c in listening if c.laddr.port == host.channel.port] == [
+        ("127.0.0.1", host.channel.port)
+    ]
+
+    async def scenario() -> None:
+        env = await RemoteEnv.open(wordle_hosts)
+        try:
+            assert env.host is not None
+            await env.reset(seed=3)
+            result = await env.step(ToolCall("guess", {"word": "crane"}))
+            assert "guesses left" in result.observation.text
+            port = env.host.channel.port if env.host.channel else 0
+            assert len(front_connections(port)) == 1  # opened on the first call, and only one
+        finally:
+            await env.close()
+
+    run(scenario)
+
+
+@pytest.mark.usefixtures("ray_local")
+def test_an_actor_found_unreachable_is_called_through_ray(
+    wordle_hosts: HostPool, caplog: pytest.LogCaptureFixture
+) -> None:
+    for host in wordle_hosts.hosts:  # as behind a firewall: nobody listens where they said
+        assert host.channel is not None
+        host.channel = replace(host.channel, port=free_port())
+
+    async def scenario() -> None:
+        env = await RemoteEnv.open(wordle_hosts)
+        try:
+            await env.reset(seed=3)
+            result = await env.step(ToolCall("guess", {"word": "crane"}))
+            assert "guesses left" in result.observation.text
+        finally:
+            await env.close()
+
+    with caplog.at_level(logging.WARNING, "omnienv.ray"):
+        run(scenario)
+    assert "calling the actor through Ray instead" in caplog.text
+    assert all(host.alive for host in wordle_hosts.hosts)
+
+
+@pytest.mark.usefixtures("ray_local")
+def test_a_trainers_pool_opens_no_connection() -> None:
+    with EnvPool("wordle", 2, num_actors=1, actor_options={"num_cpus": 0.5}) as pool:
+        host = pool.hosts.hosts[0]
+        assert host.channel is None and "channel" not in ray.get(host.actor.info.remote())
+        assert [o.text.startswith("Let's play Wordle") for o in pool.reset(seeds=[1, 2])] == [True, True]
+
+
+@pytest.mark.usefixtures("ray_local")
+def test_a_killed_actors_connection_fails_its_sessions_and_it_is_replaced(wordle_hosts: HostPool) -> None:
+    async def scenario() -> None:
+        envs = [await RemoteEnv.open(wordle_hosts) for _ in range(4)]
+        try:
+            for env in envs:
+                await env.reset(seed=1)
+            victim = wordle_hosts.hosts[0]
+            kill(victim)
+            outcomes = await asyncio.gather(
+                *(env.step(ToolCall("guess", {"word": "crane"})) for env in envs), return_exceptions=True
+            )
+            lost = [o for o in outcomes if isinstance(o, WorkerLostError)]
+            assert len(lost) == 1 and "connection to the host actor broke" in victim.death, (outcomes, victim)
+            assert wordle_hosts.replaced == 1
+        finally:
+            for env in envs:
+                await env.close()
+
+    run(scenario)
+    eventually(lambda: len(wordle_hosts.live) == 4, 60, "the replacement takes sessions")
