@@ -94,6 +94,8 @@ class CallBatcher:
     async def _deliver(self, blob: bytes, batch: list[_Pending]) -> None:
         try:
             replies = pickle.loads(await self._send(blob))
+            if isinstance(replies, Exception):  # the actor could not answer this batch at all
+                raise replies
         except Exception as exc:  # the actor died, or Ray failed: every call of the batch says so
             _fail(batch, exc)
             return

@@ -13,7 +13,9 @@ only places, starts, watches and replaces actors.
 - **Where.** The actor listens on its Ray node's address, so a cluster pinned to loopback keeps
   this connection on loopback too.
 - **Frames.** ``!II`` (request id, length) then a pickled batch (:func:`~omnienv.ray.host.encode`);
-  each request's reply carries its id, so an actor may answer batches out of order.
+  each request's reply carries its id, so an actor may answer batches out of order. A batch the
+  actor could not answer at all gets a pickled :class:`~omnienv.core.EnvironmentFailure` for a
+  reply, which every call of the batch raises (as a Ray call's error would): the actor lives on.
 - **Loss.** When the connection breaks (the actor or its node died), every call in flight fails
   with :class:`ChannelLost`, and the front treats the actor as dead: it kills it and starts a
   replacement (:meth:`~omnienv.ray.placement.HostPool.lost`). A peer gone silent (a node cut
@@ -28,12 +30,16 @@ from __future__ import annotations
 import asyncio
 import hmac
 import logging
+import pickle
 import secrets
 import socket
 import struct
 import threading
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+
+from omnienv.core.errors import EnvironmentFailure
 
 __all__ = [
     "AsyncChannelServer",
@@ -101,6 +107,27 @@ def _secret_matches(shown: bytes, address: ChannelAddress) -> bool:
     return hmac.compare_digest(shown, bytes.fromhex(address.secret))
 
 
+def _failed_batch(exc: Exception) -> bytes:
+    logger.error("a host actor could not answer a batch", exc_info=exc)
+    return pickle.dumps(EnvironmentFailure(f"the environment host failed on this batch: {type(exc).__name__}: {exc}"))
+
+
+def _read_secret(conn: socket.socket) -> bytes:
+    """What the peer shows within :data:`AUTH_TIMEOUT_S` in all (a byte at a time buys no more)."""
+    deadline = time.monotonic() + AUTH_TIMEOUT_S
+    shown = b""
+    while len(shown) < SECRET_BYTES:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        conn.settimeout(left)
+        chunk = conn.recv(SECRET_BYTES - len(shown))
+        if not chunk:
+            break
+        shown += chunk
+    return shown
+
+
 # -- the actor's side ---------------------------------------------------------------------------
 
 
@@ -126,22 +153,22 @@ class ThreadChannelServer:
         with conn:
             try:
                 _tune(conn)
-                conn.settimeout(AUTH_TIMEOUT_S)
-                stream = conn.makefile("rb", buffering=1 << 16)
-                if not _secret_matches(stream.read(SECRET_BYTES), self.address):
+                if not _secret_matches(_read_secret(conn), self.address):
                     return
                 conn.settimeout(None)
+                stream = conn.makefile("rb", buffering=1 << 16)
                 while len(header := stream.read(HEADER.size)) == HEADER.size:
                     request, size = HEADER.unpack(header)
                     batch = stream.read(size)
                     if len(batch) < size:
                         return
-                    reply = self.answer(batch)
+                    try:
+                        reply = self.answer(batch)
+                    except Exception as exc:
+                        reply = _failed_batch(exc)
                     conn.sendall(HEADER.pack(request, len(reply)) + reply)
             except OSError:  # the front went away, or never showed the secret in time
                 return
-            except Exception:
-                logger.exception("a host actor's channel failed; the front will treat the actor as lost")
 
     def close(self) -> None:
         self.listener.close()
@@ -181,10 +208,8 @@ class AsyncChannelServer:
     async def _answer(self, writer: asyncio.StreamWriter, request: int, batch: bytes) -> None:
         try:
             reply = await self.answer(batch)
-        except Exception:
-            logger.exception("a host actor's channel failed; the front will treat the actor as lost")
-            writer.close()
-            return
+        except Exception as exc:
+            reply = _failed_batch(exc)
         if not writer.is_closing():
             writer.write(HEADER.pack(request, len(reply)) + reply)
 

@@ -15,6 +15,7 @@ import pickle
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import replace
@@ -23,11 +24,12 @@ import psutil
 import pytest
 import ray
 
-from omnienv.core import ToolCall, WorkerLostError
+from omnienv.core import EnvironmentFailure, ToolCall, WorkerLostError
 from omnienv.ray import EnvPool, HostPool, RemoteEnv
 from omnienv.ray import channel as channel_module
 from omnienv.ray.channel import (
     HEADER,
+    SECRET_BYTES,
     AsyncChannelServer,
     ChannelAddress,
     ChannelClient,
@@ -161,6 +163,53 @@ def test_without_the_secret_nothing_is_unpickled_and_the_connection_is_closed(
 
     run(scenario)
     assert answered == [b"fine"]
+
+
+@pytest.mark.parametrize("kind", ["thread", "async"])
+def test_a_secret_dripped_a_byte_at_a_time_gets_no_longer_than_the_time_allowed(
+    kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(channel_module, "AUTH_TIMEOUT_S", 0.3)
+
+    def drip(address: ChannelAddress) -> int:
+        """Bytes of the right secret sent, one each 50 ms, before the server hung up."""
+        secret = bytes.fromhex(address.secret)
+        with raw_connection(address) as sock:
+            for sent, byte in enumerate(secret):
+                try:
+                    sock.sendall(bytes([byte]))
+                except OSError:
+                    return sent
+                time.sleep(0.05)
+            return len(secret) if not closed_by_peer(sock) else -1
+
+    async def scenario() -> None:
+        async with served(kind) as server:
+            sent = await asyncio.to_thread(drip, server.address)
+            assert 0 < sent < SECRET_BYTES or sent == -1, sent
+
+    run(scenario)
+
+
+@pytest.mark.parametrize("kind", ["thread", "async"])
+def test_a_batch_the_actor_cannot_answer_fails_alone_and_the_actor_goes_on(kind: str) -> None:
+    def answer(batch: bytes) -> bytes:
+        if batch == b"bad":
+            raise ValueError("cannot read this batch")
+        return batch
+
+    async def scenario() -> None:
+        async with served(kind, answer) as server:
+            client = ChannelClient(server.address, asyncio.get_running_loop())
+            try:
+                failure = pickle.loads(await client.request(b"bad"))
+                assert isinstance(failure, EnvironmentFailure)
+                assert "ValueError: cannot read this batch" in str(failure)
+                assert await client.request(b"good") == b"good"
+            finally:
+                client.close()
+
+    run(scenario)
 
 
 def test_the_secret_stays_out_of_the_address_repr() -> None:
