@@ -361,6 +361,12 @@ def test_a_killed_actors_connection_fails_its_sessions_and_it_is_replaced(wordle
             lost = [o for o in outcomes if isinstance(o, WorkerLostError)]
             assert len(lost) == 1 and "connection to the host actor broke" in victim.death, (outcomes, victim)
             assert wordle_hosts.replaced == 1
+            # admitted as soon as it answers, with no placement asking (placing would admit it too)
+            deadline = asyncio.get_running_loop().time() + 60
+            while len(wordle_hosts.hosts) < 5:
+                assert asyncio.get_running_loop().time() < deadline, "the replacement was not admitted"
+                await asyncio.sleep(0.01)
+            assert wordle_hosts.hosts[-1].alive and wordle_hosts.hosts[-1].channel is not None
         finally:
             for env in envs:
                 await env.close()
