@@ -6,7 +6,9 @@ Two server processes, started in this run and measured by turns with the same cl
 - ``ray``: ``omnienv serve wordle --ray local --ray-actors N`` (a private Ray instance on 127.0.0.1;
   every reset and step goes from the front server to a host actor, the calls of one event-loop
   turn to one actor batched into one, over the actor's own connection: ``omnienv.ray.channel``);
-- ``pool``: after both servers stopped, ``omnienv.ray.EnvPool`` driven from this process (no
+- ``ray-calls`` (with ``--calls``): the same as ``ray`` with ``--ray-calls``, the batches sent as
+  Ray actor calls instead of over the actors' own connections, to show what those save;
+- ``pool``: after the servers stopped, ``omnienv.ray.EnvPool`` driven from this process (no
   server, no WebSocket: one batched actor call per actor per step of all environments).
 
 The client is the one of ``benchmarks/ws_throughput.py``: per session, closed loop, ``reset`` then
@@ -23,7 +25,7 @@ The default is one host actor: on 2 cores the front, the actor and the client al
 machine, and the plain server too hosts every session in one process. ``--actors 2`` shows what a
 second actor costs here (smaller batches, one more process).
 
-    python benchmarks/ray_overhead.py [--duration 3] [--levels 1,16,64] [--actors 1] [--repeat 2] [--no-pool]
+    python benchmarks/ray_overhead.py [--duration 3] [--levels 1,16,64] [--actors 1] [--repeat 2] [--no-pool] [--calls]
 """
 
 from __future__ import annotations
@@ -56,14 +58,15 @@ class Run:
     side_us_per_step: float
 
 
-def servers(actors: int, max_sessions: int) -> list[ServerProcess]:
+def servers(actors: int, max_sessions: int, calls: bool) -> list[ServerProcess]:
     common = ["serve", "wordle", "--host", "127.0.0.1", "--max-sessions", str(max_sessions), "--no-ui"]
-    plain_port, ray_port = free_port(), free_port()
     ray = ["--ray", "local", "--ray-actors", str(actors), "--ray-cpus", "0.25"]
-    return [
-        ServerProcess("plain", [OMNIENV, *common, "--port", str(plain_port)], plain_port),
-        ServerProcess("ray", [OMNIENV, *common, "--port", str(ray_port), *ray], ray_port),
-    ]
+    variants = {"plain": [], "ray": ray, **({"ray-calls": [*ray, "--ray-calls"]} if calls else {})}
+    started = []
+    for name, extra in variants.items():
+        port = free_port()
+        started.append(ServerProcess(name, [OMNIENV, *common, "--port", str(port), *extra], port))
+    return started
 
 
 def session_cpu_s(server: ServerProcess) -> float:
@@ -131,6 +134,7 @@ def main() -> None:
     parser.add_argument("--actors", type=int, default=1, help="Ray host actors of the ray server")
     parser.add_argument("--repeat", type=int, default=2, help="turns per level; medians are reported")
     parser.add_argument("--no-pool", action="store_true", help="skip the EnvPool measurement")
+    parser.add_argument("--calls", action="store_true", help="also measure the ray server with --ray-calls")
     args = parser.parse_args()
 
     from rich.console import Console
@@ -138,7 +142,7 @@ def main() -> None:
 
     console = Console(width=max(Console().width, 130))
     runs: dict[tuple[str, int], list[Run]] = {}
-    procs = servers(args.actors, max(args.levels) + 16)
+    procs = servers(args.actors, max(args.levels) + 16, args.calls)
     try:
         for server in procs:
             server.start(deadline_s=180.0)
@@ -150,7 +154,7 @@ def main() -> None:
                     runs.setdefault((server.name, n), []).append(run)
                     r = run.result
                     console.print(
-                        f"  turn {turn + 1}, {server.name:<6} {n:>3} sessions: {r.steps_per_s:>8,.0f} steps/s, "
+                        f"  turn {turn + 1}, {server.name:<9} {n:>3} sessions: {r.steps_per_s:>8,.0f} steps/s, "
                         f"p50 {r.p50_ms:.3f} ms, front {r.server_us_per_step:.0f} µs/step, "
                         f"Ray side {run.side_us_per_step:.0f} µs/step, errors {r.errors}"
                     )
@@ -220,6 +224,16 @@ def main() -> None:
             "—",
             "reported",
         )
+        if ("ray-calls", n) in runs:
+            calls = median_runs(runs[("ray-calls", n)])
+            table.add_row(
+                f"  steps/s at {n} through Ray's actor calls (--ray-calls)",
+                f"{plain.steps_per_s:,.0f}",
+                f"{calls.result.steps_per_s:,.0f}",
+                f"{calls.result.steps_per_s / plain.steps_per_s:.2f}x" if plain.steps_per_s else "—",
+                "—",
+                "reported",
+            )
     if not args.no_pool:
         plain_top = runs.get(("plain", top))
         base = median_runs(plain_top).result.steps_per_s if plain_top else float("nan")

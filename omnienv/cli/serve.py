@@ -52,6 +52,14 @@ def serve(
     ] = None,
     ray_actors: Annotated[int, typer.Option(help="Ray host actors, many sessions each (0: one per CPU)")] = 0,
     ray_cpus: Annotated[float, typer.Option(help="CPUs each Ray host actor asks for")] = 1.0,
+    ray_direct: Annotated[
+        bool,
+        typer.Option(
+            "--ray-direct/--ray-calls",
+            help="Send session calls to the Ray host actors over their own connections (each listens on its "
+            "node's Ray address), or through Ray's actor calls (slower; no port beyond Ray's own)",
+        ),
+    ] = True,
     agent_only: Annotated[
         bool,
         typer.Option(
@@ -173,6 +181,7 @@ def serve(
                 address=ray,
                 actors=ray_actors or None,
                 actor_options=options,
+                direct=ray_direct,
                 announce=console.print,
                 log_level=log_level,
             )

@@ -44,10 +44,12 @@ def ray_app(
     actors: int | None = None,
     actor_options: Mapping[str, Any] | None = None,
     config: ServerConfig | None = None,
+    direct: bool = True,
     **overrides: Any,
 ) -> Iterator[OmniApp]:
-    """Start host actors for ``env`` on the connected cluster, yield the app, kill them after."""
-    with HostPool(env, actors, options=actor_options) as hosts:
+    """Start host actors for ``env`` on the connected cluster, yield the app, kill them after.
+    ``direct=False`` calls them through Ray instead of their own connections (:class:`HostPool`)."""
+    with HostPool(env, actors, options=actor_options, direct=direct) as hosts:
         yield create_ray_app(env, hosts, config, **overrides)
 
 
@@ -60,6 +62,7 @@ def serve_on_ray(
     address: str | None = None,
     actors: int | None = None,
     actor_options: Mapping[str, Any] | None = None,
+    direct: bool = True,
     announce: Callable[[str], object] = print,
     **uvicorn_options: Any,
 ) -> None:
@@ -79,12 +82,13 @@ def serve_on_ray(
             "node, pass its address, or use --ray local for a private instance on this machine"
         ) from None
     try:
-        with ray_app(env, actors=actors, actor_options=actor_options, config=config) as app:
+        with ray_app(env, actors=actors, actor_options=actor_options, config=config, direct=direct) as app:
             hosts: HostPool = app.state.hosts
             nodes = sum(1 for node in ray.nodes() if node.get("Alive"))
             announce(
                 f"sessions on {len(hosts.hosts)} Ray actor(s) in a cluster of {nodes} node(s); "
-                f"each actor asks for {hosts.options}"
+                f"each actor asks for {hosts.options}; calls go "
+                + ("over each actor's own connection" if hosts.direct else "through Ray's actor calls")
             )
             for placed in hosts.hosts:
                 announce(f"  {placed.where()}")

@@ -40,7 +40,10 @@ def wait_healthy(url: str, process: subprocess.Popen[str], timeout: float = 120.
     raise AssertionError(f"the server was not healthy within {timeout:g} s")
 
 
-def test_serve_ray_joins_a_cluster_and_plays_wordle_on_its_actors() -> None:
+@pytest.mark.parametrize(
+    ("flags", "route"), [([], "over each actor's own connection"), (["--ray-calls"], "through Ray's actor calls")]
+)
+def test_serve_ray_joins_a_cluster_and_plays_wordle_on_its_actors(flags: list[str], route: str) -> None:
     address = ray.get_runtime_context().gcs_address
     port = free_port()
     url = f"http://127.0.0.1:{port}"
@@ -57,6 +60,7 @@ def test_serve_ray_joins_a_cluster_and_plays_wordle_on_its_actors() -> None:
         "--ray-cpus",
         "0.5",
         "--no-ui",
+        *flags,
     ]
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
@@ -83,7 +87,7 @@ def test_serve_ray_joins_a_cluster_and_plays_wordle_on_its_actors() -> None:
             process.kill()
             out, err = process.communicate()
     assert process.returncode in (0, 130), err  # uvicorn re-raises the SIGINT it handled
-    assert "2 Ray actor(s)" in out
+    assert "2 Ray actor(s)" in out and f"calls go {route}" in out.replace("\n", " ")
     eventually(lambda: ray.available_resources().get("CPU", 0) == 2.0)  # its actors are gone
 
 
@@ -98,6 +102,9 @@ def test_ray_flag_takes_an_address(monkeypatch: pytest.MonkeyPatch) -> None:
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output
     assert seen["address"] == "local" and seen["actors"] == 3 and seen["actor_options"] == {"num_cpus": 1.0}
+    assert seen["direct"] is True
+    result = CliRunner().invoke(cli, [*args, "--ray-calls"])
+    assert result.exit_code == 0 and seen["direct"] is False
     result = CliRunner().invoke(cli, ["serve", "wordle", "--port", "9", "--ray", "auto"])
     assert result.exit_code == 0 and seen["address"] == "auto" and seen["actors"] is None
 
