@@ -9,10 +9,11 @@ An author subclasses :class:`Environment` (plain methods) or :class:`AsyncEnviro
   (with ``reward`` and ``done``); raise :class:`ToolError` to answer with an error message.
 - optionally ``tasks(split)``, ``rubric``, ``max_turns``, ``state_fields()`` and ``teardown()``.
 
-The framework does the bookkeeping both twins share, in :class:`EnvironmentBase`: task choice,
-turn counting and limits, argument validation, error observations for agent mistakes, the
-rubric's final reward, and failure flags for crashes. Only the calls into author code differ
-between the sync and async classes; :mod:`omnienv.core.adapters` gives each the other's face.
+The framework does the bookkeeping both twins share, in :class:`EnvironmentBase` (task choice,
+argument validation, the rubric's final reward, failure flags for crashes) and
+:func:`~omnienv.core.results.record_step` (turn counting and limits, error observations for agent
+mistakes). Only the calls into author code differ between the sync and async classes;
+:mod:`omnienv.core.adapters` gives each the other's face.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar, NoReturn, TypeAlias
 
-from omnienv.core.content import Block, TextBlock, as_blocks
+from omnienv.core.content import Block, as_blocks
 from omnienv.core.errors import (
     ActionError,
     AgentCausedEnd,
@@ -35,18 +36,18 @@ from omnienv.core.errors import (
     NotResetError,
 )
 from omnienv.core.ledger import EpisodeLedger
-from omnienv.core.rubric import Rubric, RubricScore
+from omnienv.core.results import ToolOutput, record_step
+from omnienv.core.rubric import Rubric
 from omnienv.core.seeding import seeded
 from omnienv.core.tasks import Task, TaskIndex
 from omnienv.core.tools import ToolSpec, collect_tools, unknown_tool
-from omnienv.core.types import Failure, Observation, State, StepResult, ToolCall, ToolResult, episode_over
+from omnienv.core.types import Failure, Observation, State, StepResult, ToolCall, episode_over
 
 __all__ = ["AsyncEnvironment", "Environment", "EnvironmentBase"]
 
 logger = logging.getLogger("omnienv")
 
 Prompt: TypeAlias = "str | Block | Iterable[str | Block] | Observation"
-ToolOutput: TypeAlias = "str | Block | Iterable[str | Block] | ToolResult"
 FAILED_OBSERVATION = Observation.of(
     "The environment failed during this step; the episode is void and will not be scored.", is_error=True
 )
@@ -177,27 +178,6 @@ class EnvironmentBase:
     def _refuse_unknown(self, call: ToolCall) -> NoReturn:
         raise unknown_tool(call.name, self.tools)
 
-    def _record(self, episode: EpisodeLedger, output: ToolOutput | ActionError | AgentCausedEnd) -> StepResult:
-        """Turn what the tool returned (or the agent's mistake) into this step's result."""
-        if isinstance(output, ToolResult):
-            result = StepResult(Observation(output.content), output.reward, output.done, False, output.info)
-        elif type(output) is str:
-            result = StepResult(Observation((TextBlock(output),)), 0.0, False, False, {})
-        elif isinstance(output, ActionError):
-            error = {"code": output.code, "message": output.message}
-            result = StepResult(Observation((TextBlock(output.message),), True), 0.0, False, False, {"error": error})
-        elif isinstance(output, AgentCausedEnd):
-            ended = {"reason": output.reason, "message": output.message}
-            result = StepResult(
-                Observation((TextBlock(output.message),), True), 0.0, True, False, {"ended_by_agent": ended}
-            )
-        else:
-            result = StepResult(Observation(as_blocks(output)), 0.0, False, False, {})
-        limit = self.max_turns
-        if limit is not None and not result.done and episode.steps + 1 >= limit:
-            result.truncated = True
-        return episode.record(result)
-
     def _begin_end(self) -> tuple[EpisodeLedger, StepResult | None]:
         """The episode to cut short now, or the (empty) result when it is already over."""
         episode = self._require_episode()
@@ -208,13 +188,6 @@ class EnvironmentBase:
 
     def _cut_result(self) -> StepResult:
         return StepResult(Observation(()), 0.0, False, True, {"ended_by": "trainer"})
-
-    def _needs_score(self, result: StepResult) -> bool:
-        return self.rubric is not None and result.failure is None and (result.done or result.truncated)
-
-    def _add_score(self, episode: EpisodeLedger, result: StepResult, score: RubricScore) -> StepResult:
-        result.info = {**result.info, "rubric": score.parts}
-        return episode.add_final(result, score.total)
 
     def _fail(self, episode: EpisodeLedger, where: str, exc: BaseException) -> StepResult:
         logger.error("%s: %s failed", self.name, where, exc_info=exc)
@@ -318,7 +291,7 @@ class Environment(EnvironmentBase):
             output = exc
         except Exception as exc:
             return self._fail(episode, f"tool '{call.name}'", exc)
-        result = self._record(episode, output)
+        result = record_step(episode, output, self.max_turns)
         return self._score(episode, result) if result.done or result.truncated else result
 
     def end(self) -> StepResult:
@@ -331,10 +304,14 @@ class Environment(EnvironmentBase):
         return over if over is not None else self._score(episode, self._cut_result())
 
     def _score(self, episode: EpisodeLedger, result: StepResult) -> StepResult:
-        if self.rubric is None or not self._needs_score(result):
+        """``result``, which ended the episode, with the rubric's final reward added (a failed
+        episode is masked, never scored)."""
+        rubric = self.rubric
+        if rubric is None or result.failure is not None:
             return result
         try:
-            return self._add_score(episode, result, self.rubric.score(self))
+            score = rubric.score(self)
+            return episode.add_final(result, score.total, score.parts)
         except Exception as exc:
             return self._fail(episode, "rubric", exc)
 
@@ -383,7 +360,8 @@ class AsyncEnvironment(EnvironmentBase):
             output = exc
         except Exception as exc:
             return self._fail(episode, f"tool '{call.name}'", exc)
-        return await self._score(episode, self._record(episode, output))
+        result = record_step(episode, output, self.max_turns)
+        return await self._score(episode, result) if result.done or result.truncated else result
 
     async def end(self) -> StepResult:
         """End the episode now, as a trainer does at its turn budget, and score it with the rubric.
@@ -395,10 +373,12 @@ class AsyncEnvironment(EnvironmentBase):
         return over if over is not None else await self._score(episode, self._cut_result())
 
     async def _score(self, episode: EpisodeLedger, result: StepResult) -> StepResult:
-        if self.rubric is None or not self._needs_score(result):
+        rubric = self.rubric
+        if rubric is None or result.failure is not None:
             return result
         try:
-            return self._add_score(episode, result, await self.rubric.ascore(self))
+            score = await rubric.ascore(self)
+            return episode.add_final(result, score.total, score.parts)
         except Exception as exc:
             return self._fail(episode, "rubric", exc)
 

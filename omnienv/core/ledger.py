@@ -62,14 +62,19 @@ class EpisodeLedger:
         """
         self.steps += step
         self.reward += result.reward
-        self.done = self.done or result.done
-        self.truncated = self.truncated or result.truncated
+        if result.done:
+            self.done = True
+        if result.truncated:
+            self.truncated = True
         if result.failure is not None:
             self.fail(result.failure)
         return result
 
-    def add_final(self, result: StepResult, reward: float) -> StepResult:
-        """Add the final score (the rubric's) to the episode and to its last result."""
+    def add_final(self, result: StepResult, reward: float, parts: dict[str, float] | None = None) -> StepResult:
+        """Add the final score (the rubric's) to the episode and to its last result, whose info gets
+        the score's ``parts`` as "rubric" (in a new dict: the one the tool returned may be shared)."""
+        if parts is not None:
+            result.info = {**result.info, "rubric": parts}
         result.reward += reward
         self.reward += reward
         return result

@@ -149,10 +149,9 @@ def _invoker(spec: ToolSpec) -> Callable[[Any, Any], Any]:
     ((name, kind, _),) = plain
 
     def with_one_argument(env: Any, arguments: Any) -> Any:
-        if type(arguments) is dict and len(arguments) == 1:
-            value = arguments.get(name, _MISSING)
-            if type(value) is kind:
-                return function(env, value)
+        # a missing argument reads as None, which is never of a plain type
+        if type(arguments) is dict and len(arguments) == 1 and type(value := arguments.get(name)) is kind:
+            return function(env, value)
         return checked(env, arguments)
 
     return with_one_argument
