@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import random
 import sys
 import threading
 import time
@@ -107,6 +108,7 @@ def main() -> None:
     url, model_dir = sys.argv[1], Path(sys.argv[2])
     torch.set_num_threads(1)
     torch.manual_seed(0)
+    random.seed(0)  # the worker draws each request's sampling seed from it: the same samples run to run
     PartialState()  # the worker logs through accelerate, as inside the trainer
     Wordle = environment_factory(url, name="Wordle")
     if not (model_dir / "config.json").exists():
@@ -133,7 +135,7 @@ def main() -> None:
         max_inflight_tasks=2,
         vllm_server_url=standin.url,
         max_tokens=48,
-        temperature=1.0,
+        temperature=0.5,  # the tiny model's guesses at 1.0 are often no word at all, and none may be scored
         request_timeout=60,
         max_tool_calling_iterations=2,
         child_ready_timeout=240,
