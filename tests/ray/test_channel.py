@@ -256,7 +256,10 @@ def test_a_killed_servers_connection_fails_the_calls_in_flight_and_every_later_o
             client = ChannelClient(ChannelAddress("127.0.0.1", port, secret), asyncio.get_running_loop())
             try:
                 pending = asyncio.ensure_future(client.request(b"never answered"))
-                await asyncio.sleep(0)  # sent
+                deadline = asyncio.get_running_loop().time() + 10
+                while not client.waiting:  # connected, and the request written
+                    assert asyncio.get_running_loop().time() < deadline and not pending.done(), pending
+                    await asyncio.sleep(0.005)
                 process.kill()  # as when an actor dies: the kernel closes its sockets
                 with pytest.raises(ChannelLost, match="broke"):
                     await pending
