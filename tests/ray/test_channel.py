@@ -100,6 +100,8 @@ def test_an_async_actor_answers_a_quick_batch_before_a_slow_one_sent_first() -> 
         client = ChannelClient(server.address, asyncio.get_running_loop())
         try:
             slow = asyncio.ensure_future(client.request(b"slow"))
+            while not client.waiting:  # the slow one is written first
+                await asyncio.sleep(0.005)
             assert await client.request(b"quick") == b"QUICK"
             assert not slow.done()
             release.set()
