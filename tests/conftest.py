@@ -14,6 +14,7 @@ daemon and images when it collects the suite (tests/deploy/conftest.py), so they
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any
 
 import pytest
@@ -118,3 +119,13 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         terminalreporter.write_line(framework.ljust(width) + "  " + "  ".join(row))
     passed = sum(outcome == "ok" for outcome in MATRIX.values())
     terminalreporter.write_line(f"{passed} of {len(MATRIX)} cells ok")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cli_consoles() -> None:
+    """The CLI makes its rich consoles once a process, as wide as ``COLUMNS`` says then; the suite
+    runs many commands in one process, each with a ``COLUMNS`` of its own, so none starts made."""
+    common = sys.modules.get("omnienv.cli.common")
+    if common is not None:
+        common.console._console = None
+        common.errors._console = None

@@ -1,7 +1,8 @@
 """Wordle's rules, restated without omnienv so that OpenEnv's virtualenv can run them.
 
 Same word lists (read by path from omnienv/envs/wordle/words/), same task order (answers sorted by
-the SHA-256 of the word, ids ``split/NNNN``), same seeded choice for ``reset(seed=)`` without a task,
+the SHA-256 of the word, ids ``split/NNNN``), same seeded choice for ``reset(seed=)`` without a task
+(SplitMix64 of the seed, as ``omnienv.core.tasks.seed_index``; seeds here are JSON's non-negative ints),
 same marks and the same reward, so both servers play identical games.
 """
 
@@ -45,7 +46,16 @@ def answer_for(task_id: str | None, seed: int | None) -> str:
         if split not in ("train", "test") or not index.isdigit() or int(index) >= len(answers(split)):
             raise ValueError(f"unknown task id {task_id!r}; expected e.g. 'test/0003'")
         return answers(split)[int(index)]
-    return random.Random(seed).choice(answers("train"))
+    pool = answers("train")
+    return random.choice(pool) if seed is None else pool[_splitmix64(seed) % len(pool)]
+
+
+def _splitmix64(seed: int) -> int:
+    mask = (1 << 64) - 1
+    x = (seed + 0x9E3779B97F4A7C15) & mask
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & mask
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & mask
+    return x ^ (x >> 31)
 
 
 def score_guess(guess: str, answer: str) -> str:

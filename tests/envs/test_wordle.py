@@ -145,3 +145,18 @@ def test_seeded_task_choice() -> None:
     b.reset(seed=42)
     assert a.game.answer == b.game.answer and a.task == b.task
     assert a.task is not None and a.task.split == "train"
+
+
+def test_the_benchmarks_openenv_wordle_plays_the_same_games() -> None:
+    """benchmarks/openenv_wordle restates the rules without omnienv; a seed must pick the same
+    word there, or the benchmark would compare different games."""
+    from benchmarks.openenv_wordle.game import answer_for
+    from benchmarks.openenv_wordle.game import score_guess as their_marks
+
+    env = Wordle()
+    for seed in (0, 1, 42, 999, 2**40):
+        env.reset(seed=seed)
+        assert env.task is not None and answer_for(None, seed) == env.game.answer == env.task.answer
+    for task in Wordle.tasks("test")[:20]:
+        assert answer_for(task.id, None) == task.answer
+        assert their_marks("crane", task.answer) == score_guess("crane", task.answer)
