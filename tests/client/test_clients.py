@@ -38,7 +38,8 @@ from omnienv.core import (
 from omnienv.envs.wordle import Wordle
 from omnienv.rollout import EpisodePlan, arun_episodes, make_policy
 from tests.net import free_port
-from tests.server.conftest import RELEASE, Crash, Hang, eventually, on_loop
+from tests.polling import eventually
+from tests.server.conftest import RELEASE, Crash, Hang, on_loop
 
 ANSWER = Wordle.task_index().find("test/0005", "test").answer
 SYNC = [WebSocketClient, HTTPClient]

@@ -8,7 +8,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
@@ -23,6 +22,7 @@ from omnienv.envs.terminal.env import SUITE
 from omnienv.server import running
 from tests.deploy.hub import Hub
 from tests.net import free_port
+from tests.polling import wait_healthy
 
 OMNIENV = str(Path(sys.executable).with_name("omnienv"))
 
@@ -40,19 +40,6 @@ def _serve_from(bundle: Path, port: int) -> subprocess.Popen[str]:
         text=True,
         start_new_session=True,
     )
-
-
-def _wait_healthy(url: str, server: subprocess.Popen[str], timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        assert server.poll() is None, f"the entry command exited: {server.stdout.read() if server.stdout else ''}"
-        try:
-            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        assert time.monotonic() < deadline, f"not healthy within {timeout:g} s"
-        time.sleep(0.1)
 
 
 def _stop(server: subprocess.Popen[str]) -> None:
@@ -79,7 +66,7 @@ def test_push_dry_run_writes_a_bundle_whose_entry_command_serves_wordle(tmp_path
     url = f"http://127.0.0.1:{port}"
     server = _serve_from(bundle, port)
     try:
-        _wait_healthy(url, server)
+        wait_healthy(url, server)
         with WebSocketClient.connect(url) as env:
             assert "Wordle" in env.reset("test/0003").text
             assert env.step(ToolCall("guess", {"word": "crane"})).failure is None
@@ -126,7 +113,7 @@ def test_a_harbor_task_folder_goes_into_the_image_and_is_served_from_there(tmp_p
     port = free_port()
     server = _serve_from(context, port)
     try:
-        _wait_healthy(f"http://127.0.0.1:{port}", server)
+        wait_healthy(f"http://127.0.0.1:{port}", server)
         splits = httpx.get(f"http://127.0.0.1:{port}/splits").json()
     finally:
         _stop(server)

@@ -6,7 +6,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import psutil
 import pytest
@@ -15,6 +15,7 @@ ray = pytest.importorskip("ray", reason="needs the ray extra: pip install 'omnie
 
 from omnienv.ray import HostPool, connect, disconnect  # noqa: E402
 from omnienv.ray.placement import Host  # noqa: E402
+from tests.polling import eventually  # noqa: E402
 
 ACTOR = {"num_cpus": 0.5}
 """Four host actors fit the 2-CPU test instance."""
@@ -37,16 +38,6 @@ def wordle_hosts(ray_local: None) -> Iterator[HostPool]:
     """Four fresh Wordle host actors, killed after the test."""
     with HostPool("wordle", 4, options=ACTOR) as hosts:
         yield hosts
-
-
-def eventually(predicate: Callable[[], bool], timeout: float = 20.0, what: str = "condition") -> None:
-    """Poll ``predicate`` until it holds (the server closes sessions after their socket closes,
-    a replacement actor answers when it has started...)."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} still false after {timeout:g} s")
-        time.sleep(0.01)
 
 
 def kill(host: Host) -> None:

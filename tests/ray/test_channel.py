@@ -38,7 +38,8 @@ from omnienv.ray.channel import (
     ThreadChannelServer,
 )
 from tests.net import free_port
-from tests.ray.conftest import eventually, kill
+from tests.polling import eventually
+from tests.ray.conftest import kill
 
 Server = ThreadChannelServer | AsyncChannelServer
 

@@ -6,11 +6,9 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 import ray
 from typer.testing import CliRunner
@@ -20,24 +18,10 @@ from omnienv.client import WebSocketClient
 from omnienv.core import ToolCall
 from omnienv.envs.wordle.solver import next_guess, read_marks
 from tests.net import free_port
-from tests.ray.conftest import eventually
+from tests.polling import eventually, wait_healthy
 
 pytestmark = pytest.mark.usefixtures("ray_local")
 OMNIENV = str(Path(sys.executable).with_name("omnienv"))
-
-
-def wait_healthy(url: str, process: subprocess.Popen[str], timeout: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"the server exited with {process.returncode}: {process.stderr.read()}")  # type: ignore[union-attr]
-        try:
-            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.1)
-    raise AssertionError(f"the server was not healthy within {timeout:g} s")
 
 
 @pytest.mark.parametrize(
@@ -65,7 +49,7 @@ def test_serve_ray_joins_a_cluster_and_plays_wordle_on_its_actors(flags: list[st
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
-        wait_healthy(url, process)
+        wait_healthy(url, process, 120)
         client = WebSocketClient.connect(url)
         try:
             client.reset(seed=11)
@@ -88,7 +72,7 @@ def test_serve_ray_joins_a_cluster_and_plays_wordle_on_its_actors(flags: list[st
             out, err = process.communicate()
     assert process.returncode in (0, 130), err  # uvicorn re-raises the SIGINT it handled
     assert "2 Ray actor(s)" in out and f"calls go {route}" in out.replace("\n", " ")
-    eventually(lambda: ray.available_resources().get("CPU", 0) == 2.0)  # its actors are gone
+    eventually(lambda: ray.available_resources().get("CPU", 0) == 2.0, 20)  # its actors are gone
 
 
 def test_ray_flag_takes_an_address(monkeypatch: pytest.MonkeyPatch) -> None:

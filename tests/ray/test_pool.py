@@ -14,7 +14,8 @@ from omnienv.core import EnvironmentFailure, Observation, StepResult, ToolCall, 
 from omnienv.envs.wordle.solver import next_guess, read_marks
 from omnienv.ray import EnvPool, HostPool
 from omnienv.ray.placement import actor_options
-from tests.ray.conftest import eventually, kill
+from tests.polling import eventually
+from tests.ray.conftest import kill
 
 pytestmark = pytest.mark.usefixtures("ray_local")
 
@@ -97,7 +98,7 @@ def test_killed_actor_fails_only_its_sessions_and_they_restart_on_live_actors(wo
         assert all(isinstance(again[i], WorkerLostError) for i in doomed)
 
         # the dead actor is replaced: capacity comes back, and the lost sessions restart there
-        eventually(lambda: len(wordle_hosts.live) == 4)
+        eventually(lambda: len(wordle_hosts.live) == 4, 20)
         assert wordle_hosts.replaced == 1 and victim not in wordle_hosts.live
         last = play(pool, range(40), range(100, 140))  # reset moves the lost sessions to live actors
         assert len(last) == 40 and all(r.done for r in last.values())

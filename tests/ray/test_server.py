@@ -15,7 +15,8 @@ from omnienv.envs.wordle.solver import next_guess, read_marks
 from omnienv.ray import HostPool, RemoteEnv
 from omnienv.ray.serving import create_ray_app
 from omnienv.server import OmniApp, running
-from tests.ray.conftest import eventually, kill
+from tests.polling import eventually
+from tests.ray.conftest import kill
 
 pytestmark = pytest.mark.usefixtures("ray_local")
 
@@ -73,7 +74,7 @@ def test_200_ws_sessions_play_wordle_to_the_end_on_4_actors(
     assert len(results) == 200
     assert all("Correct!" in r.observation.text and r.reward > 0 for r in results)
     assert max(peak) <= 50  # least loaded first: never more than a fair share on one actor
-    eventually(lambda: app.state.manager.active == 0 and wordle_hosts.sessions == 0)
+    eventually(lambda: app.state.manager.active == 0 and wordle_hosts.sessions == 0, 20)
     infos = ray.get([host.actor.info.remote() for host in wordle_hosts.hosts])
     assert [info["sessions"] for info in infos] == [0, 0, 0, 0]
 
@@ -177,7 +178,7 @@ def test_ws_client_sees_a_typed_worker_lost_error(served: tuple[OmniApp, str], w
                 await env.close()
 
     asyncio.run(scenario())
-    eventually(lambda: wordle_hosts.hosts[0].sessions == 0 and wordle_hosts.sessions == 0)
+    eventually(lambda: wordle_hosts.hosts[0].sessions == 0 and wordle_hosts.sessions == 0, 20)
 
 
 def test_new_sessions_skip_an_actor_found_dead_while_opening(
@@ -210,7 +211,7 @@ def test_a_dead_actor_is_replaced_and_its_replacement_takes_new_sessions(
         assert sum(r["type"] == "error" and r["data"]["code"] == "WORKER_LOST" for r in replies) == 2
         assert wordle_hosts.replaced == 1  # started at the first failure, not at the next session
 
-        eventually(lambda: len(wordle_hosts.live) == 4)  # capacity is back
+        eventually(lambda: len(wordle_hosts.live) == 4, 20)  # capacity is back
         replacement = wordle_hosts.live[-1]
         assert replacement.index == 4 and replacement.pid and replacement.pid != victim.pid
         fresh = [http.post("/sessions").json()["session_id"] for _ in range(2)]

@@ -24,7 +24,7 @@ import httpx
 import psutil
 import pytest
 
-from tests.ray.conftest import eventually
+from tests.polling import eventually
 from tests.ray.loopback import LoopbackCluster, Socket, die_with_parent, free_port, session_processes
 
 OMNIENV = str(Path(sys.executable).with_name("omnienv"))

@@ -5,12 +5,12 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable
 
 import pytest
 
 from omnienv.core import EnvironmentFailure
 from omnienv.sandboxes.pool import PoolStartError, WarmPool
+from tests.polling import eventually
 
 
 class Item:
@@ -22,13 +22,6 @@ class Item:
         self.started_in = ""
         self.killed = False
         self.dead = False
-
-
-def eventually(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not reached"
-        time.sleep(0.005)
 
 
 def started(item: Item) -> None:

@@ -17,6 +17,7 @@ import pytest
 from omnienv.core import EnvironmentFailure, ToolError
 from omnienv.sandboxes.desktop import DisplayError, key_combo, modifiers, parse_keys
 from omnienv.sandboxes.xvfb import DisplayPool, DisplaySpec, XvfbDisplay, missing_programs
+from tests.polling import eventually
 
 pytestmark = pytest.mark.skipif(
     bool(missing_programs(("Xvfb", "bwrap", "openbox", "xterm", "xlogo"))),
@@ -28,15 +29,6 @@ def png_size(data: bytes) -> tuple[int, int]:
     assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
     width, height = struct.unpack(">II", data[16:24])
     return width, height
-
-
-def wait_until(predicate, timeout: float = 10.0) -> bool:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return predicate()
 
 
 def live(pid: int) -> bool:
@@ -231,7 +223,7 @@ def test_pool_hands_out_warm_displays_and_reaps_them() -> None:
         taken.append(second)
         assert second.number != warm.number
         pool.release(warm)
-        assert wait_until(lambda: not live(warm.process.pid))
+        eventually(lambda: not live(warm.process.pid), what="the warm display's Xvfb gone")
         assert pool.wait_ready(timeout=30), "the pool refills after handing displays out"
     finally:
         pool.close()
@@ -257,18 +249,21 @@ def test_displays_die_with_a_killed_owner() -> None:
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env=dict(os.environ)
     )
     server, root, xterm = owner.stdout.split()
-    assert wait_until(lambda: not live(int(server)), timeout=10), "Xvfb outlived the process that owned it"
-    assert wait_until(lambda: not live(int(xterm)), timeout=10), "its apps outlived it"
-    assert wait_until(lambda: not os.path.exists(root), timeout=10), "its files outlived it too"
+    eventually(lambda: not live(int(server)), what="Xvfb gone with the process that owned it")
+    eventually(lambda: not live(int(xterm)), what="its apps gone with it")
+    eventually(lambda: not os.path.exists(root), what="its files gone too")
 
 
 def test_a_killed_x_connection_is_remade(display: XvfbDisplay) -> None:
     """A client on the display may XKillClient the host's own connection: the next action reconnects."""
     from Xlib import display as xdisplay
+    from Xlib import error
     from Xlib.protocol import request
 
-    window = display.x.call(lambda d: d.screen().root.create_window(0, 0, 1, 1, 0, 0))
+    # synced: a KillClient that reached the server before the window did would name no client
+    window = display.x.call(lambda d: (d.screen().root.create_window(0, 0, 1, 1, 0, 0), d.sync())[0])
     killer = xdisplay.Display(display.name)
+    killer.display.error_classes.update(error.xerror_class)  # as xclient does: RANDR's codes hide BadValue
     try:
         request.KillClient(display=killer.display, resource=window.id)
         killer.sync()

@@ -9,8 +9,7 @@ memory) is read straight from the host.
 from __future__ import annotations
 
 import os
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -112,14 +111,6 @@ def host_pids_mentioning(marker: str) -> list[int]:
         except OSError:
             continue
     return found
-
-
-def eventually(predicate: Callable[[], bool], timeout: float = 10.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} not reached within {timeout:g} s")
-        time.sleep(0.02)
 
 
 def assert_scored_end(result: StepResult, reasons: tuple[str, ...]) -> None:

@@ -30,7 +30,8 @@ from websockets.sync.client import connect as ws_connect
 from omnienv.app import create_app
 from omnienv.server import running, uvicorn_config
 from tests.net import free_port
-from tests.server.conftest import eventually, ws
+from tests.polling import eventually
+from tests.server.conftest import ws
 from tests.server.test_ws import ask
 from tests.ui.conftest import CHROMIUM, CHROMIUM_ARGS
 

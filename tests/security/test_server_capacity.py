@@ -6,7 +6,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 
-from tests.server.conftest import eventually, ws
+from tests.polling import eventually
+from tests.server.conftest import ws
 from tests.server.test_ws import ask
 
 STEP = {"action": {"type": "call_tool", "tool_name": "ping", "arguments": {}}}

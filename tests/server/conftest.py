@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import random
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -120,15 +119,6 @@ def ws(url: str, query: str = "") -> Iterator[ClientConnection]:
     target = url.replace("http://", "ws://") + "/ws" + query
     with ws_connect(target, proxy=None, compression=None, open_timeout=5, close_timeout=2) as connection:
         yield connection
-
-
-def eventually(predicate: Callable[[], bool], timeout: float = 10.0, what: str = "condition") -> None:
-    """Poll ``predicate`` until true or fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} not reached within {timeout:g} s")
-        time.sleep(0.01)
 
 
 def on_loop(manager: SessionManager, coroutine_fn: Callable[[], Any], timeout: float = 5.0) -> Any:

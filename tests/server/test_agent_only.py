@@ -15,7 +15,8 @@ from omnienv.core import AgentOnlyError, UsageError
 from omnienv.envs.wordle.solver import next_guess, read_marks
 from omnienv.protocol.codes import error_from_data
 from omnienv.server import ServerConfig
-from tests.server.conftest import eventually, ws
+from tests.polling import eventually
+from tests.server.conftest import ws
 from tests.server.test_mcp_sdk import leaf
 from tests.server.test_ws import ask, call
 

@@ -12,7 +12,7 @@ from websockets.sync.client import connect as ws_connect
 from omnienv.app import create_app
 from omnienv.envs.wordle import Wordle
 from omnienv.server import running
-from tests.server.conftest import eventually
+from tests.polling import eventually
 
 
 @pytest.fixture

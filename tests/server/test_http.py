@@ -7,7 +7,8 @@ import jsonschema
 import pytest
 
 from omnienv.envs.wordle import Wordle
-from tests.server.conftest import Hang, eventually
+from tests.polling import eventually
+from tests.server.conftest import Hang
 
 GUESS = {"type": "call_tool", "tool_name": "guess", "arguments": {"word": "crane"}}
 

@@ -20,7 +20,8 @@ import pytest
 from websockets.asyncio.client import connect as aconnect
 from websockets.exceptions import ConnectionClosed
 
-from tests.server.conftest import RELEASE, AsyncHang, Hang, eventually, on_loop, ws
+from tests.polling import eventually
+from tests.server.conftest import RELEASE, AsyncHang, Hang, on_loop, ws
 from tests.server.test_ws import ask, call
 
 

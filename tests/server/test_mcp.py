@@ -8,7 +8,8 @@ import httpx
 import pytest
 
 from omnienv.envs.wordle import Wordle
-from tests.server.conftest import eventually, ws
+from tests.polling import eventually
+from tests.server.conftest import ws
 from tests.server.test_ws import ask
 
 

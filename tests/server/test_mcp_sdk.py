@@ -17,7 +17,8 @@ from mcp.client.streamable_http import streamable_http_client
 from omnienv.core import Environment, Failure, ImageBlock, Observation, StepResult, Task, ToolError, ToolResult, tool
 from omnienv.envs.wordle.solver import next_guess, read_marks
 from omnienv.server.mcp_sdk import OPENING_URI, tool_result
-from tests.server.conftest import Crash, eventually
+from tests.polling import eventually
+from tests.server.conftest import Crash
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16
 TIMEOUT = 60

@@ -42,7 +42,8 @@ from omnienv.envs.wordle.solver import next_guess, read_marks
 from omnienv.server.forward import WorkerRouter
 from omnienv.server.supervisor import bind
 from omnienv.server.workers import WorkerPlace, rpc_session_name, session_name
-from tests.server.conftest import eventually, ws
+from tests.polling import eventually
+from tests.server.conftest import ws
 
 OMNIENV = str(Path(sys.executable).with_name("omnienv"))
 RULE = WorkerPlace(0, 2, "")

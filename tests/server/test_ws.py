@@ -9,7 +9,8 @@ import pytest
 from websockets.exceptions import ConnectionClosed
 
 from omnienv.envs.wordle import Wordle
-from tests.server.conftest import BrokenInit, Crash, eventually, ws
+from tests.polling import eventually
+from tests.server.conftest import BrokenInit, Crash, ws
 
 
 def ask(connection, message) -> dict:
