@@ -32,6 +32,7 @@ import hmac
 import logging
 import pickle
 import secrets
+import selectors
 import socket
 import struct
 import threading
@@ -112,50 +113,99 @@ def _failed_batch(exc: Exception) -> bytes:
     return pickle.dumps(EnvironmentFailure(f"the environment host failed on this batch: {type(exc).__name__}: {exc}"))
 
 
-def _read_secret(conn: socket.socket) -> bytes:
-    """What the peer shows within :data:`AUTH_TIMEOUT_S` in all (a byte at a time buys no more)."""
-    deadline = time.monotonic() + AUTH_TIMEOUT_S
-    shown = b""
-    while len(shown) < SECRET_BYTES:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            break
-        conn.settimeout(left)
-        chunk = conn.recv(SECRET_BYTES - len(shown))
-        if not chunk:
-            break
-        shown += chunk
-    return shown
-
-
 # -- the actor's side ---------------------------------------------------------------------------
 
 
 class ThreadChannelServer:
-    """For an actor without an event loop (:class:`~omnienv.ray.host.InlineEnvHost`): a thread
-    accepts connections and a thread per connection answers its batches in order, each through
-    ``answer(batch) -> replies`` (which must be safe to call beside the actor's Ray calls)."""
+    """For an actor without an event loop (:class:`~omnienv.ray.host.InlineEnvHost`): one thread
+    accepts connections and reads their secrets, and a thread per connection that showed it
+    answers its batches in order, each through ``answer(batch) -> replies`` (which must be safe
+    to call beside the actor's Ray calls).
+
+    A connection that has not shown the secret yet costs a descriptor, never a thread: a flood
+    of silent peers cannot exhaust the actor's threads, or stop the accepting one.
+    """
 
     def __init__(self, answer: Callable[[bytes], bytes], host: str) -> None:
         self.answer = answer
         self.listener, self.address = _listener(host)
-        threading.Thread(target=self._accept, name="omnienv-channel", daemon=True).start()
+        self.listener.setblocking(False)
+        self._wake_reader, self._wake_writer = socket.socketpair()
+        self.accepting = threading.Thread(target=self._accept, name="omnienv-channel", daemon=True)
+        self.accepting.start()
 
     def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.listener.accept()
-            except OSError:  # closed
-                return
+        selector = selectors.DefaultSelector()
+        selector.register(self.listener, selectors.EVENT_READ)
+        selector.register(self._wake_reader, selectors.EVENT_READ)
+        pending: dict[socket.socket, tuple[float, bytes]] = {}
+        """Connections yet to show the secret: the deadline, and what they showed so far."""
+        accept_failed = False
+
+        def drop(conn: socket.socket) -> None:
+            selector.unregister(conn)
+            del pending[conn]
+            conn.close()
+
+        try:
+            while True:
+                now = time.monotonic()
+                for conn in [c for c, (deadline, _) in pending.items() if deadline <= now]:
+                    drop(conn)
+                wait = min((deadline for deadline, _ in pending.values()), default=None)
+                for key, _ in selector.select(None if wait is None else max(0.0, wait - now)):
+                    if key.fileobj is self._wake_reader:
+                        return
+                    if key.fileobj is self.listener:
+                        try:
+                            conn, _ = self.listener.accept()
+                        except (BlockingIOError, InterruptedError):
+                            continue
+                        except OSError as exc:  # out of descriptors, say: pause while those pending expire
+                            if not accept_failed:
+                                logger.warning("the channel could not accept a connection: %s", exc)
+                                accept_failed = True
+                            time.sleep(0.05)  # the listener stays readable: do not spin on it
+                            continue
+                        conn.setblocking(False)
+                        pending[conn] = (time.monotonic() + AUTH_TIMEOUT_S, b"")
+                        selector.register(conn, selectors.EVENT_READ)
+                        continue
+                    conn = key.fileobj  # type: ignore[assignment]
+                    deadline, shown = pending[conn]
+                    try:
+                        chunk = conn.recv(SECRET_BYTES - len(shown))
+                    except (BlockingIOError, InterruptedError):
+                        continue
+                    except OSError:
+                        chunk = b""
+                    if chunk and len(shown + chunk) < SECRET_BYTES:
+                        pending[conn] = (deadline, shown + chunk)
+                        continue
+                    selector.unregister(conn)
+                    del pending[conn]
+                    if not chunk or not _secret_matches(shown + chunk, self.address):
+                        conn.close()
+                        continue
+                    self._start_serving(conn)
+        finally:
+            for conn in list(pending):
+                drop(conn)
+            selector.close()
+            self._wake_reader.close()
+
+    def _start_serving(self, conn: socket.socket) -> None:
+        conn.setblocking(True)
+        try:
             threading.Thread(target=self._serve, args=(conn,), name="omnienv-channel-conn", daemon=True).start()
+        except RuntimeError:  # no thread to be had: the front finds the connection closed, as lost
+            logger.error("the channel could not start a thread for the front's connection")
+            conn.close()
 
     def _serve(self, conn: socket.socket) -> None:
         with conn:
             try:
                 _tune(conn)
-                if not _secret_matches(_read_secret(conn), self.address):
-                    return
-                conn.settimeout(None)
                 stream = conn.makefile("rb", buffering=1 << 16)
                 while len(header := stream.read(HEADER.size)) == HEADER.size:
                     request, size = HEADER.unpack(header)
@@ -167,11 +217,18 @@ class ThreadChannelServer:
                     except Exception as exc:
                         reply = _failed_batch(exc)
                     conn.sendall(HEADER.pack(request, len(reply)) + reply)
-            except OSError:  # the front went away, or never showed the secret in time
+            except OSError:  # the front went away
                 return
 
     def close(self) -> None:
+        """Stop accepting (the accepting thread drops those still pending and ends); connections
+        already served end when their front closes them."""
         self.listener.close()
+        try:
+            self._wake_writer.send(b"x")
+        except OSError:  # closed already
+            pass
+        self._wake_writer.close()
 
 
 class AsyncChannelServer:

@@ -15,6 +15,7 @@ import pickle
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -192,6 +193,50 @@ def test_a_secret_dripped_a_byte_at_a_time_gets_no_longer_than_the_time_allowed(
             assert 0 < sent < SECRET_BYTES or sent == -1, sent
 
     run(scenario)
+
+
+def channel_threads() -> int:
+    return sum(thread.name.startswith("omnienv-channel") for thread in threading.enumerate())
+
+
+@pytest.mark.parametrize("kind", ["thread", "async"])
+def test_a_flood_of_silent_connections_costs_no_thread_and_the_front_is_still_served(
+    kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(channel_module, "AUTH_TIMEOUT_S", 2.0)
+    silent: list[socket.socket] = []
+
+    async def scenario() -> None:
+        async with served(kind) as server:
+            threads = channel_threads()
+            try:
+                for _ in range(200):
+                    silent.append(await asyncio.to_thread(raw_connection, server.address))
+                assert channel_threads() == threads
+                client = ChannelClient(server.address, asyncio.get_running_loop())
+                try:
+                    assert await client.request(b"abc") == b"cba"
+                finally:
+                    client.close()
+                # each silent one is closed once its time is up
+                assert all(await asyncio.gather(*(asyncio.to_thread(closed_by_peer, s) for s in silent[:20])))
+            finally:
+                for sock in silent:
+                    sock.close()
+
+    run(scenario)
+
+
+def test_closing_a_thread_server_ends_its_accepting_thread_and_drops_those_pending() -> None:
+    server = ThreadChannelServer(reverse, "127.0.0.1")
+    with raw_connection(server.address) as pending:
+        eventually(lambda: server.accepting.is_alive())
+        server.close()
+        server.close()  # twice is fine
+        eventually(lambda: not server.accepting.is_alive(), what="the accepting thread ended")
+        assert closed_by_peer(pending)
+    with pytest.raises(OSError):
+        raw_connection(server.address)
 
 
 @pytest.mark.parametrize("kind", ["thread", "async"])
