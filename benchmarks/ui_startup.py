@@ -16,6 +16,8 @@ import time
 import urllib.request
 
 from _harness import ServerProcess, free_port
+from rich.console import Console
+from rich.table import Table
 
 TARGET_RATIO = 1.10
 PAGE_FILES = ("/ui/", "/ui/play.js", "/ui/form.js", "/ui/render.js", "/ui/style.css")
@@ -50,11 +52,15 @@ def main() -> None:
         off.append(start(False)[0])
     on_s, off_s = statistics.median(on), statistics.median(off)
     ratio = on_s / off_s
-    verdict = "met" if ratio <= TARGET_RATIO else "MISSED"
-    print(f"start-up to healthy, median of {args.runs}: ui on {on_s * 1000:.0f} ms, --no-ui {off_s * 1000:.0f} ms")
-    print(f"ratio on/off {ratio:.3f} (target <= {TARGET_RATIO:.2f}: {verdict})")
+    title = f"omnienv serve wordle: start-up to healthy, median of {args.runs}"
+    table = Table("measure", "value", "target", "verdict", title=title)
+    table.add_row("start-up, /ui on", f"{on_s * 1000:.0f} ms", "", "reported")
+    table.add_row("start-up, --no-ui", f"{off_s * 1000:.0f} ms", "", "reported")
+    verdict = "[green]met" if ratio <= TARGET_RATIO else "[red]missed"
+    table.add_row("start-up on / off", f"{ratio:.3f}x", f"<= {TARGET_RATIO:.2f}x", verdict)
     page_ms = statistics.median(pages) * 1000
-    print(f"first load of the play page's {len(PAGE_FILES)} files: median {page_ms:.1f} ms")
+    table.add_row(f"first load of the play page's {len(PAGE_FILES)} files", f"{page_ms:.1f} ms", "", "reported")
+    Console().print(table)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 PACKAGES_ON_ONE_WORKER = ("tests/ray/", "tests/ui/", "tests/deploy/")
-ONE_TEST_AT_A_TIME = ("tests/matrix/test_matrix.py", "tests/peers/test_verifiers.py")
+ONE_TEST_AT_A_TIME = ("tests/matrix/test_matrix.py", "tests/peers/test_verifiers.py", "tests/test_benchmarks.py")
 """Modules whose tests share no fixture of the module's: each test can go to either worker."""
 LONGEST_FIRST = (
     "tests/envs/test_jupyter.py",
