@@ -1,9 +1,11 @@
-"""Every benchmark the README lists runs, briefly, and prints its targets and verdicts in one table.
+"""The benchmarks run, briefly, and print their targets and verdicts in one table.
 
 Nothing here looks at a time or a ratio: a benchmark reports, it never fails a build. What is
 checked is what a benchmark claims besides speed (no session reached the wrong worker, no process
-outlived its session) and that it still runs at all. ``ws_throughput.py`` runs in
-tests/peers/test_openenv.py, beside the OpenEnv servers it needs.
+outlived its session) and that it still runs at all. Not here: ``ws_throughput.py`` runs in
+tests/peers/test_openenv.py, beside the OpenEnv servers it needs; ``sessions.py`` needs OpenEnv's
+virtualenv too and ``ray_overhead.py`` a Ray instance of its own (tests/ray hold theirs), and the
+code they drive is what tests/server and tests/ray check.
 """
 
 from __future__ import annotations
