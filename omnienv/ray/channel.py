@@ -131,13 +131,16 @@ class ThreadChannelServer:
         self.listener, self.address = _listener(host)
         self.listener.setblocking(False)
         self._wake_reader, self._wake_writer = socket.socketpair()
+        # registered here, not in the thread: a close() that comes before the thread runs then
+        # leaves it the wake-up to find, not a closed listener to register
+        self._selector = selectors.DefaultSelector()
+        self._selector.register(self.listener, selectors.EVENT_READ)
+        self._selector.register(self._wake_reader, selectors.EVENT_READ)
         self.accepting = threading.Thread(target=self._accept, name="omnienv-channel", daemon=True)
         self.accepting.start()
 
     def _accept(self) -> None:
-        selector = selectors.DefaultSelector()
-        selector.register(self.listener, selectors.EVENT_READ)
-        selector.register(self._wake_reader, selectors.EVENT_READ)
+        selector = self._selector
         pending: dict[socket.socket, tuple[float, bytes]] = {}
         """Connections yet to show the secret: the deadline, and what they showed so far."""
         accept_failed = False
