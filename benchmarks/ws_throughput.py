@@ -9,8 +9,12 @@ Servers, each a separate process pinned to one CPU (the client gets the other):
   OpenEnv's fastest faithful form (no FastMCP on the hot path); both OpenEnv servers run on uvicorn's
   defaults, as ``uvicorn module:app`` would;
 - ``echo``: a bare Starlette WebSocket endpoint on uvicorn that echoes every frame: the stack's limit
-  (permessage-deflate off, as the limit should be; the other servers keep their own setting, shown in
-  the ``deflate`` column: the client offers it, like OpenEnv's client does).
+  for an ASGI app (permessage-deflate off, as the limit should be; the other servers keep their own
+  setting, shown in the ``deflate`` column: the client offers it, like OpenEnv's client does). Every
+  frame it echoes takes the ASGI hop (uvicorn's queue, a task switch, ``await send``), which omnienv
+  skips for a fast environment's steps by answering them in uvicorn's WebSocket protocol itself
+  (``omnienv.server.answering``); the rest of the stack (uvicorn, ``websockets``' frame parser,
+  the socket) is the same.
 
 One asyncio client process (this one, ``websockets`` library) drives every server with the same
 OpenEnv frames: per session, closed loop, ``reset`` then five ``call_tool guess`` steps with valid
@@ -458,7 +462,11 @@ def main() -> None:
     results = _median_results(runs)
     results.sort(key=lambda r: (args.servers.index(r.server), r.sessions))
     if args.json:
-        payload = {"results": [asdict(r) for r in results], "startup_s": startup}
+        payload = {
+            "results": [asdict(r) for r in results],
+            "runs": [[asdict(r) for r in run] for run in runs],
+            "startup_s": startup,
+        }
         args.json.write_text(json.dumps(payload, indent=1))
     report(results, startup, console, args)
 

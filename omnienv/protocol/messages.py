@@ -204,8 +204,18 @@ _ERROR_TYPES = {"UNKNOWN_TOOL": "tool_not_found", "INVALID_ARGUMENTS": "invalid_
 _ERROR_CODES = {kind: code for code, kind in _ERROR_TYPES.items()}
 
 
+def _mcp_content(observation: Observation) -> tuple[list[dict[str, Any]], str]:
+    """The MCP content blocks of ``observation`` and its text; a lone text block (most steps)
+    gets both without a generator's worth of work."""
+    blocks = observation.content
+    if len(blocks) == 1 and type(block := blocks[0]) is TextBlock:
+        text = block.text
+        return [{"type": "text", "text": text, "annotations": None, "meta": None}], text
+    return [_mcp_block(block) for block in blocks], observation.text
+
+
 def reset_reply(observation: Observation) -> dict[str, Any]:
-    content = [_mcp_block(block) for block in observation.content]
+    content, _ = _mcp_content(observation)
     return {"observation": {"metadata": {}, "content": content}, "reward": 0.0, "done": False}
 
 
@@ -214,7 +224,7 @@ def step_reply(tool_name: str | None, result: StepResult) -> dict[str, Any]:
 
     ``tool_name`` is None for the reply to ``end``, which ran no tool."""
     observation = result.observation
-    content = [_mcp_block(block) for block in observation.content]
+    content, text = _mcp_content(observation)
     info = result.info
     error = None
     failure = result.failure
@@ -225,7 +235,7 @@ def step_reply(tool_name: str | None, result: StepResult) -> dict[str, Any]:
     elif observation.is_error:
         code = info.get("error", {}).get("code")
         if code in _ERROR_TYPES:
-            error = {"error_type": _ERROR_TYPES[code], "message": observation.text}
+            error = {"error_type": _ERROR_TYPES[code], "message": text}
     reply: dict[str, Any] = {
         "observation": {
             "metadata": metadata,
@@ -234,7 +244,7 @@ def step_reply(tool_name: str | None, result: StepResult) -> dict[str, Any]:
                 "content": content,
                 "structured_content": None,
                 "meta": None,
-                "data": observation.text,
+                "data": text,
                 "is_error": observation.is_error,
             },
             "error": error,

@@ -28,40 +28,46 @@ class SessionState(Enum):
     CLOSED = "closed"
 
 
+# Module constants: reading a member off an Enum class goes through the enum machinery (about
+# 0.1 µs on CPython 3.11), and every request of every session checks the state.
+_NEW, _ACTIVE, _FAILED, _CLOSED = SessionState.NEW, SessionState.ACTIVE, SessionState.FAILED, SessionState.CLOSED
+
+
 class SessionMachine:
     __slots__ = ("busy", "failure", "state")
 
     def __init__(self) -> None:
-        self.state = SessionState.NEW
+        self.state = _NEW
         self.busy = False
         self.failure: Failure | None = None
 
     def begin(self, request: Request) -> None:
         """Admit ``request`` or raise; pair every successful call with :meth:`end`."""
-        if self.state is SessionState.CLOSED:
+        state = self.state
+        if state is _CLOSED:
             raise SessionNotFoundError("this session is closed; open a new one")
         if self.busy:
             raise SessionError("the session is busy with another request; send one request at a time")
-        if self.state is SessionState.FAILED and isinstance(request, ToolCall | End):
+        if state is _FAILED and isinstance(request, ToolCall | End):
             reason = self.failure.message if self.failure else "it failed"
             raise EpisodeOverError(f"the episode was stopped ({reason}); call reset() to start another")
         self.busy = True
 
     def end(self, request: Request, ok: bool = True) -> None:
         self.busy = False
-        if ok and isinstance(request, Reset) and self.state is not SessionState.CLOSED:
-            self.state = SessionState.ACTIVE
+        if ok and type(request) is Reset and self.state is not _CLOSED:
+            self.state = _ACTIVE
             self.failure = None
 
     def fail(self, failure: Failure) -> None:
         """The environment can no longer be trusted (a step hung): only reset may follow."""
-        if self.state is not SessionState.CLOSED:
-            self.state = SessionState.FAILED
+        if self.state is not _CLOSED:
+            self.state = _FAILED
             self.failure = failure
 
     def close(self) -> None:
-        self.state = SessionState.CLOSED
+        self.state = _CLOSED
 
     @property
     def needs_fresh_env(self) -> bool:
-        return self.state is SessionState.FAILED
+        return self.state is _FAILED

@@ -87,14 +87,17 @@ class Handler:
         """The reply to one WebSocket frame when it is ready at once; None when the client asked
         to close; else the parsed request, whose reply :meth:`frame_later` awaits.
 
-        A fast environment's step (``inline``) is answered here, without a coroutine: on the hot
-        path every layer of awaiting costs as much as the step itself.
+        A fast environment's step or reset (``inline``) is answered here, without a coroutine: on
+        the hot path every layer of awaiting costs as much as the step itself.
         """
         try:
             request = parse_request(decode(raw, self.limit))
-            if type(request) is ToolCall and self.inline and not self.agent_only:
-                result = self.step_inline(session, request)
-                return encode({"type": "observation", "data": step_reply(request.name, result)})
+            if self.inline and not self.agent_only:
+                if type(request) is ToolCall:
+                    result = self.step_inline(session, request)
+                    return encode({"type": "observation", "data": step_reply(request.name, result)})
+                if type(request) is Reset and not session.machine.needs_fresh_env:
+                    return encode({"type": "observation", "data": reset_reply(self.reset_inline(session, request))})
             if type(request) is Close:
                 return None
             if type(request) is ListTools:
@@ -131,6 +134,22 @@ class Handler:
             machine.end(call)
             session.last_active = time.monotonic()
 
+    def reset_inline(self, session: Session, request: Reset) -> Observation:
+        """A fast synchronous environment's reset, run right on the event loop; only while the
+        session needs no fresh environment (see :meth:`SessionManager.reset`)."""
+        machine = session.machine
+        machine.begin(request)
+        ok = False
+        try:
+            observation: Observation = session.env.env.reset(  # type: ignore[attr-defined]
+                self.manager.task_for(request), request.seed
+            )
+            ok = True
+            return observation
+        finally:
+            machine.end(request, ok)
+            session.last_active = time.monotonic()
+
     async def run(self, session: Session, request: Request, *, trusted: bool = False) -> Result:
         """Run one request on ``session``; raises :class:`OmniEnvError` for an error reply.
 
@@ -140,8 +159,11 @@ class Handler:
             return request
         if self.agent_only and not trusted:
             self.refuse_agents()
-        if self.inline and type(request) is ToolCall:
-            return self.step_inline(session, request)
+        if self.inline:
+            if type(request) is ToolCall:
+                return self.step_inline(session, request)
+            if type(request) is Reset and not session.machine.needs_fresh_env:
+                return self.reset_inline(session, request)
         machine = session.machine
         machine.begin(request)
         ok = False

@@ -31,7 +31,7 @@ def forget_handshake(send: Any) -> None:
     ``send`` is the connection's own ASGI ``send``; call this right after the accept was sent.
     """
     connection: Any = getattr(send, "__self__", None)
-    if type(connection).__name__ != PROTOCOL or not getattr(connection, "handshake_complete", False):
+    if PROTOCOL not in _class_names(connection) or not getattr(connection, "handshake_complete", False):
         return
     request = getattr(connection, "request", None)
     headers = getattr(request, "headers", None)
@@ -54,6 +54,10 @@ def forget_handshake(send: Any) -> None:
         if not writable.is_set():
             gate.clear()
         connection.writable = gate
+
+
+def _class_names(instance: object) -> set[str]:
+    return {cls.__name__ for cls in type(instance).__mro__}
 
 
 class Inbox:
@@ -89,6 +93,11 @@ class Inbox:
 
     def empty(self) -> bool:
         return not self._items
+
+    def waiting(self) -> bool:
+        """The reader waits for an item and none is queued: it has handled every earlier one."""
+        waiter = self._waiter
+        return waiter is not None and not waiter.done() and not self._items
 
     def qsize(self) -> int:
         return len(self._items)

@@ -61,11 +61,16 @@ def _websocket_protocol_class() -> Callable[..., asyncio.Protocol]:
     from uvicorn.protocols.websockets.auto import AutoWebSocketsProtocol
 
     assert AutoWebSocketsProtocol is not None  # chosen only when websockets is installed
-    return AutoWebSocketsProtocol
+    try:
+        from omnienv.server.answering import AnsweringProtocol
+    except ImportError:  # a uvicorn without its sans-I/O WebSocket protocol: every frame goes to the app
+        return AutoWebSocketsProtocol
+    return AnsweringProtocol if AutoWebSocketsProtocol in AnsweringProtocol.__mro__ else AutoWebSocketsProtocol
 
 
 def _websocket_protocol(**options: Any) -> asyncio.Protocol:
-    """What uvicorn's ``ws="auto"`` makes for each upgrade, imported on first use."""
+    """What uvicorn's ``ws="auto"`` makes for each upgrade, imported on first use; with its
+    sans-I/O protocol, :class:`~omnienv.server.answering.AnsweringProtocol`."""
     return _websocket_protocol_class()(**options)
 
 

@@ -3,7 +3,9 @@
 Byte-compatible with OpenEnv 0.10.0: the server accepts the upgrade first, then opens the
 session; a refusal (full server, unknown ``?session_id=``) is one error frame and a 1000 close.
 Frames are answered strictly in order. The loop touches no Starlette object on the hot path: a
-frame is decoded once, run, and its reply encoded once.
+frame is decoded once, run, and its reply encoded once. A fast environment's steps and resets
+mostly never reach this loop: uvicorn's protocol answers them as they arrive
+(:mod:`omnienv.server.answering`), and hands over the rest already parsed.
 """
 
 from __future__ import annotations
@@ -19,6 +21,10 @@ from omnienv.server.lean import forget_handshake
 from omnienv.server.sessions import OPENENV, SessionManager
 
 __all__ = ["WebSocketEndpoint"]
+
+PARSED = "omnienv.parsed"
+"""Key of a ``websocket.receive`` message whose frame :class:`~omnienv.server.answering.AnsweringProtocol`
+ran through :meth:`Handler.frame` already: the request, or None for a close."""
 
 logger = logging.getLogger("omnienv.server")
 Scope = dict[str, Any]
@@ -54,13 +60,18 @@ class WebSocketEndpoint:
         # frames for the session's lifetime, and one frame is smaller than two. For the same reason
         # it holds no bound methods of its own between frames.
         handler = self.handler
+        connection: Any = getattr(send, "__self__", None)
+        answering = hasattr(connection, "answer_with") and connection.answer_with(handler, session)
         try:
             while True:
                 message = await receive()
                 if message["type"] != "websocket.receive":
                     return  # websocket.disconnect: the client left or the socket died
-                raw = message.get("text")
-                reply = handler.frame(session, raw if raw is not None else (message.get("bytes") or b""))
+                if PARSED in message:  # the protocol ran handler.frame already (omnienv.server.answering)
+                    reply = message[PARSED]
+                else:
+                    raw = message.get("text")
+                    reply = handler.frame(session, raw if raw is not None else (message.get("bytes") or b""))
                 if reply is not None and not isinstance(reply, bytes):
                     reply = await handler.frame_later(session, reply)
                 try:
@@ -75,6 +86,8 @@ class WebSocketEndpoint:
                 # An idle session waits in receive() above: let it hold no request or reply meanwhile.
                 message = raw = reply = None
         finally:
+            if answering:
+                connection.answer_with(None)
             await self.manager.detach(session)
 
 
