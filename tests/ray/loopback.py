@@ -44,11 +44,14 @@ LOOPBACK = frozenset({"127.0.0.1", "::ffff:127.0.0.1"})
 STARTED = "Ray runtime started."
 
 FAST_NODE_DEATH = {
-    # The GCS declares a node dead after this many failed health checks, this often: a second
-    # instead of Ray's default half minute, so that a lost node's sessions fail at once.
+    # The GCS declares a node dead after this many failed health checks, this often: within a
+    # second of its raylet dying (a dead raylet refuses the check at once) instead of Ray's
+    # default 15 s, so that a lost node's sessions fail at once. A live raylet that is slow to
+    # answer (a CI machine's two busy cores stalled one for seconds as it started, and 300 ms
+    # timeouts had it declared dead) gets the long timeout before a check counts as failed.
     "RAY_health_check_initial_delay_ms": "0",
     "RAY_health_check_period_ms": "300",
-    "RAY_health_check_timeout_ms": "300",
+    "RAY_health_check_timeout_ms": "30000",
     "RAY_health_check_failure_threshold": "3",
 }
 
