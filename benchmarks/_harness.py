@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = [
+    "MACHINE_CPUS",
     "OMNIENV",
     "OPENENV_PYTHON",
     "ROOT",
@@ -32,6 +33,7 @@ __all__ = [
     "percentile",
     "pin_self",
     "raise_fd_limit",
+    "server_and_client_cpus",
 ]
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,12 +56,21 @@ def percentile(sorted_values: Sequence[float], q: float) -> float:
     return sorted_values[index]
 
 
-def cpus() -> list[int]:
-    return sorted(os.sched_getaffinity(0))
+MACHINE_CPUS = tuple(sorted(os.sched_getaffinity(0)))
+"""The CPUs this process may run on, read once at import: after :func:`pin_self`, the process's
+own affinity is one CPU, which would hide the others from the servers it then starts."""
+
+
+def server_and_client_cpus() -> tuple[int | None, int | None]:
+    """A CPU for the server and another for the client; (None, None) on a one-CPU machine, where
+    both share it unpinned."""
+    if len(MACHINE_CPUS) < 2:
+        return None, None
+    return MACHINE_CPUS[0], MACHINE_CPUS[1]
 
 
 def pin_self(cpu: int | None) -> None:
-    if cpu is not None and cpu in cpus():
+    if cpu is not None and cpu in MACHINE_CPUS:
         os.sched_setaffinity(0, {cpu})
 
 
@@ -100,7 +111,7 @@ class ServerProcess:
     def start(self, deadline_s: float = 60.0) -> ServerProcess:
         """Spawn, then poll (never sleep blindly) until /health answers; output goes to a file, not a pipe
         nobody drains."""
-        cpu = self.cpu if self.cpu in cpus() else None
+        cpu = self.cpu if self.cpu in MACHINE_CPUS else None
         fd, log = tempfile.mkstemp(prefix=f"omnienv-bench-{self.name}-", suffix=".log")
         os.close(fd)
         self._log = Path(log)
@@ -129,6 +140,8 @@ class ServerProcess:
                     raise RuntimeError(f"{self.name} not healthy within {deadline_s} s: {self.output()[-2000:]}")
                 time.sleep(0.002)
             self.startup_s = time.perf_counter() - t0
+            if cpu is not None and os.sched_getaffinity(self.proc.pid) != {cpu}:
+                raise RuntimeError(f"{self.name} runs on CPUs {sorted(os.sched_getaffinity(self.proc.pid))}, not {cpu}")
         except BaseException:
             self.stop()
             raise

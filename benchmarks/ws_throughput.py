@@ -1,6 +1,8 @@
 """Wordle over /ws: omnienv against OpenEnv 0.10.0 and a bare echo server, in one run.
 
-Servers, each a separate process pinned to one CPU (the client gets the other):
+Servers, each a separate process pinned to one CPU; the client gets another, so the two run side
+by side as a server and its clients do (on a one-CPU machine, or with ``--no-pin``, neither is
+pinned; the log's first line says which CPUs were used):
 
 - ``omnienv``: ``omnienv serve wordle``;
 - ``openenv-mcp``: the same game written as an OpenEnv ``MCPEnvironment`` (FastMCP tools), the way
@@ -50,11 +52,11 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._harness import OMNIENV, ROOT, ServerProcess, free_port, percentile, pin_self
+from benchmarks._harness import OMNIENV, ROOT, ServerProcess, free_port, percentile, pin_self, server_and_client_cpus
 
 __all__ = ["LevelResult", "main"]
 
-SERVER_CPU, CLIENT_CPU = 0, 1
+SERVER_CPU, CLIENT_CPU = server_and_client_cpus()
 GUESSES_PER_EPISODE = 5
 SERVERS = ("omnienv", "openenv-mcp", "openenv-plain", "echo")
 TARGETS = {"openenv": 4.0, "echo": 0.8, "echo_cpu": 1.3, "latency": 0.4}
@@ -452,6 +454,11 @@ def main() -> None:
         global SERVER_CPU, CLIENT_CPU
         SERVER_CPU = CLIENT_CPU = None  # type: ignore[assignment]
     pin_self(CLIENT_CPU)
+    console.print(
+        f"servers on CPU {SERVER_CPU}, client on CPU {CLIENT_CPU}"
+        if SERVER_CPU is not None
+        else "servers and client not pinned to CPUs"
+    )
     try:
         import uvloop
 

@@ -2,7 +2,8 @@
 
 Nothing here looks at a time or a ratio: a benchmark reports, it never fails a build. What is
 checked is what a benchmark claims besides speed (no session reached the wrong worker, no process
-outlived its session) and that it still runs at all. Not here: ``ws_throughput.py`` runs in
+outlived its session, the server and the client ran on CPUs of their own) and that it still runs
+at all. Not here: ``ws_throughput.py`` runs in
 tests/peers/test_openenv.py, beside the OpenEnv servers it needs; ``sessions.py`` needs OpenEnv's
 virtualenv too and ``ray_overhead.py`` a Ray instance of its own (tests/ray hold theirs), and the
 code they drive is what tests/server and tests/ray check.
@@ -71,6 +72,27 @@ def test_workers_sees_no_session_reach_the_wrong_worker(tmp_path: Path) -> None:
     for level in levels:
         assert level["replies"] > 0 and level["misrouted"] == 0 and level["errors"] == 0, level
     assert all(level["forwarded"] > 0 for level in levels if level["workers"] == 2 and level["transport"] != "ws")
+
+
+def test_ws_throughput_runs_its_servers_and_its_client_on_different_cpus() -> None:
+    """The client pins itself first; the servers it then starts must still get a CPU of their own,
+    or the two share one and take turns, and every ratio measures the sharing."""
+    probe = (
+        "import json, os\n"
+        "from benchmarks import ws_throughput as wt\n"
+        "from benchmarks._harness import pin_self\n"
+        "machine = sorted(os.sched_getaffinity(0))\n"
+        "pin_self(wt.CLIENT_CPU)\n"
+        "with wt.server_spec('echo', 4) as server:\n"
+        "    print(json.dumps([machine, sorted(os.sched_getaffinity(server.pid)), sorted(os.sched_getaffinity(0))]))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-4000:]
+    machine, server, client = json.loads(done.stdout)
+    if len(machine) >= 2:
+        assert len(server) == len(client) == 1 and server != client, done.stdout
+    else:
+        assert server == client == machine, done.stdout
 
 
 @pytest.mark.parametrize("script", ["jupyter.py", "desktop.py"])
