@@ -29,9 +29,9 @@ Then many sessions (benchmarks/_sandboxed.py describes the closed loop and the m
 - the most sessions held: the same loop at 1, 2, 4, ... up to ``--max-sessions-cap``; memory per
   session is PSS (and RSS) summed over the session's processes (Xvfb, its watchdog, bubblewrap,
   openbox, the terminal) at the highest level passed; cleanup: every one of them is checked gone.
-  Each session holds about 6 open files in this process; past about 170 sessions one process
-  cannot open another display, because python-xlib waits with ``select``, which refuses a
-  descriptor numbered 1024 or more.
+  Each session holds about 6 open files in this process, so past about 170 sessions they are
+  numbered 1024 or more, which ``select`` refuses: python-xlib's waits go through ``poll``
+  instead (``omnienv.sandboxes.polling.SelectOnPoll``), and the open-file limit bounds the count.
 
 Targets: screenshot p50 <= 50 ms; action + screenshot p50 <= 30 ms (one at a time, and in the
 1-session closed loop); reset p50 <= 1 s from the pool; the rest is reported.

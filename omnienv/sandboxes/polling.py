@@ -4,7 +4,8 @@
 "filedescriptor out of range in select()". A process that holds many sessions has that many open
 files (each Jupyter session about a dozen: its kernel's ZMQ sockets, pipes and log), so with
 ``select`` the 85th kernel of one server could not start. :func:`wait` is the same wait on
-``poll(2)``, which has no such limit.
+``poll(2)``, which has no such limit; :class:`SelectOnPoll` stands in for the ``select`` module
+in a library that calls ``select.select`` itself (python-xlib, for every X request).
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ from __future__ import annotations
 import math
 import select
 from collections.abc import Sequence
+from typing import Any, ClassVar
 
-__all__ = ["wait"]
+__all__ = ["SelectOnPoll", "wait"]
 
 _READ = select.POLLIN | select.POLLPRI
 _ENDED = select.POLLHUP | select.POLLERR | select.POLLNVAL
@@ -40,3 +42,23 @@ def wait(
     readable = [fd for fd in readers if events.get(fd, 0) & (_READ | _ENDED)]
     writable = [fd for fd in writers if events.get(fd, 0) & (select.POLLOUT | _ENDED)]
     return readable, writable
+
+
+class SelectOnPoll:
+    """The ``select`` module's ``select`` and ``error``, answered by :func:`wait`.
+
+    Readers and writers are descriptors or objects with ``fileno()``, given back as they came.
+    """
+
+    error: ClassVar[type[OSError]] = OSError
+
+    @staticmethod
+    def select(
+        readers: Sequence[Any], writers: Sequence[Any], _exceptional: Sequence[Any], timeout: float | None = None
+    ) -> tuple[list[Any], list[Any], list[Any]]:
+        readable, writable = wait([_fd(r) for r in readers], [_fd(w) for w in writers], timeout)
+        return [r for r in readers if _fd(r) in readable], [w for w in writers if _fd(w) in writable], []
+
+
+def _fd(watched: Any) -> int:
+    return watched if isinstance(watched, int) else int(watched.fileno())

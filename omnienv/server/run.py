@@ -6,6 +6,12 @@ port, so there is no race), waits for start-up with a deadline, and always shuts
 Start-up counts until ``/health`` answers, so what only a WebSocket needs (uvicorn's
 ``websockets`` protocol, 10 ms of imports) is imported in a background thread once the
 sockets listen (:class:`Server`), or by the first upgrade if that comes sooner.
+
+Every session holds at least one open file (its connection), and many systems start a process
+with a soft limit of 1024 open files: past it, ``accept`` fails and clients wait unanswered, long
+before ``max_sessions``. A server raises its soft limit to the hard one
+(:func:`make_room_for_sessions`), as a program that does not wait with ``select`` may; the
+processes of its sandboxes get their own (``prlimit``, ``Limits.open_files``).
 """
 
 from __future__ import annotations
@@ -13,6 +19,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib.util
+import logging
+import resource
 import socket
 import threading
 import time
@@ -26,15 +34,49 @@ import uvicorn
 from omnienv.server.config import ServerConfig
 from omnienv.server.lean import forget_handshake
 
-__all__ = ["Server", "forget_handshake", "running", "serve", "uvicorn_config"]
+__all__ = ["Server", "forget_handshake", "make_room_for_sessions", "running", "serve", "uvicorn_config"]
+
+logger = logging.getLogger("omnienv.server")
+SPARE_FILES = 256
+"""Open files a server needs besides its sessions' connections (listening sockets, logs, imports)."""
+
+
+def _server_config(app: Any) -> ServerConfig:
+    manager = getattr(getattr(app, "state", None), "manager", None)  # any ASGI app may be run
+    return manager.config if manager is not None else ServerConfig()
+
+
+def make_room_for_sessions(sessions: int) -> int:
+    """Raise this process's soft open-file limit to the hard one, and warn, naming the fix, when
+    even that holds fewer than ``sessions`` connections. Returns the soft limit.
+
+    Not just ``sessions`` files: a sandboxed session holds several (a desktop six, a Jupyter
+    kernel a dozen). Past 1024 of them ``select`` fails where the limit did before; omnienv's
+    waits use ``poll`` (:mod:`omnienv.sandboxes.polling`).
+    """
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = sessions + SPARE_FILES
+    for room in (hard, wanted):  # macOS refuses a soft limit past OPEN_MAX under an unlimited hard one
+        if soft != resource.RLIM_INFINITY and soft < room:
+            with contextlib.suppress(ValueError, OSError):
+                resource.setrlimit(resource.RLIMIT_NOFILE, (room, hard))
+                soft = room
+                break
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        logger.warning(
+            "the open-file limit (%d) holds about %d sessions, fewer than max_sessions (%d): "
+            "raise the hard limit (ulimit -Hn, or LimitNOFILE= under systemd) or lower --max-sessions",
+            soft,
+            max(0, soft - SPARE_FILES),
+            sessions,
+        )
+    return soft
 
 
 def uvicorn_config(app: Any, host: str = "127.0.0.1", port: int = 8000, **options: Any) -> uvicorn.Config:
     """uvicorn settings matching the app's :class:`ServerConfig` (pings, frame limit)."""
-    state = getattr(app, "state", None)  # any ASGI app may be run
-    manager = getattr(state, "manager", None)
-    config: ServerConfig = manager.config if manager is not None else ServerConfig()
-    guard = getattr(state, "guard", None)
+    config = _server_config(app)
+    guard = getattr(getattr(app, "state", None), "guard", None)
     if guard is not None:  # the name the server is bound to is a valid Host (a wildcard address is not)
         guard.bind(host)
     settings: dict[str, Any] = {
@@ -83,6 +125,7 @@ class Server(uvicorn.Server):
         self.after_start = after_start
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        make_room_for_sessions(_server_config(self.config.app).max_sessions)
         await super().startup(sockets)
         if self.started:
             threading.Thread(target=self._warm_up, name="omnienv-warm-up", daemon=True).start()

@@ -1,4 +1,4 @@
-"""omnienv.sandboxes.polling.wait: select's answers, for descriptors past select's limit of 1024."""
+"""omnienv.sandboxes.polling: select's answers, for descriptors past select's limit of 1024."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from omnienv.sandboxes.polling import wait
+from omnienv.sandboxes.polling import SelectOnPoll, wait
 
 HIGH = 1500
 
@@ -67,3 +67,15 @@ def test_one_descriptor_both_ways() -> None:
     with left, right:
         right.send(b"x")
         assert wait([left.fileno()], [left.fileno()], 1.0) == ([left.fileno()], [left.fileno()])
+
+
+def test_select_on_poll_answers_as_the_select_module_does(high_pipe: tuple[int, int]) -> None:
+    """python-xlib calls ``select.select`` with its socket and catches ``select.error``."""
+    read_end, write_end = high_pipe
+    left, right = socket.socketpair()
+    with left, right:
+        assert SelectOnPoll.select([read_end, left], [write_end, right], [], 0) == ([], [write_end, right], [])
+        right.send(b"x")
+        os.write(write_end, b"y")
+        assert SelectOnPoll.select([left, read_end], [], [], None) == ([left, read_end], [], [])
+    assert SelectOnPoll.error is select.error

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import resource
 import signal
 import struct
 import subprocess
@@ -297,3 +299,42 @@ def test_a_display_held_by_a_client_ends_the_episode_as_the_agents(
     finally:
         holder.ungrab_server()
         holder.close()
+
+
+@pytest.fixture
+def low_descriptors_taken() -> Iterator[None]:
+    """Every descriptor below select's limit (1024) open, as in a process holding about 170 desktops."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    need = 1400  # the fillers, then the display's own files past them
+    if hard != resource.RLIM_INFINITY and hard < need:
+        pytest.skip(f"the open-file limit ({hard}) is too low to hold {need} descriptors")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, need), hard))
+    fillers = [os.open(os.devnull, os.O_RDONLY)]
+    while fillers[-1] < 1024:
+        fillers.append(os.open(os.devnull, os.O_RDONLY))
+    try:
+        yield
+    finally:
+        for fd in fillers:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_displays_start_and_act_past_selects_descriptor_limit(low_descriptors_taken: None) -> None:
+    """python-xlib waits with select(), which refuses descriptors >= 1024: no display could start here."""
+    display = XvfbDisplay.start()
+    try:
+        assert display.x.call(lambda d: d.fileno()) >= 1024  # the connection this test is about
+
+        async def act() -> None:
+            await display.launch("xterm -geometry 80x24+10+10", "terminal")
+            await display.wait_for_app("terminal")
+            await display.move(12, 34)
+            assert await display.cursor() == (12, 34)
+            assert png_size(await display.screenshot()) == (1024, 768)
+            assert "xterm" in await display.window_titles()
+
+        asyncio.run(act())
+    finally:
+        display.close_now()

@@ -173,6 +173,45 @@ def test_a_thousand_sessions_at_once(serve, file_limit) -> None:
     eventually(lambda: manager.active == 0, timeout=10, what="1,000 sessions closed")
 
 
+@pytest.fixture
+def low_file_limit() -> Iterator[int]:
+    """A soft open-file limit of 256, as some systems start a process with; restored after."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))
+    try:
+        yield hard
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_a_server_makes_room_for_its_sessions_under_a_low_open_file_limit(serve, low_file_limit) -> None:
+    """At 256 open files, sessions past about 120 (two descriptors each here: client and server) failed."""
+    url, manager = serve("wordle", max_sessions=2000)
+    assert resource.getrlimit(resource.RLIMIT_NOFILE)[0] == low_file_limit  # the hard limit
+
+    async def scenario() -> None:
+        connections = await _open_many(url, 600)
+        try:
+            assert manager.active == 600
+        finally:
+            await asyncio.gather(*(c.close() for c in connections))
+
+    asyncio.run(scenario())
+    eventually(lambda: manager.active == 0, timeout=10, what="600 sessions closed")
+
+
+def test_a_hard_limit_below_max_sessions_is_named_at_start_up(low_file_limit, caplog) -> None:
+    from omnienv.server.run import SPARE_FILES, make_room_for_sessions
+
+    assert make_room_for_sessions(100) == low_file_limit == resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    assert not caplog.records
+    if low_file_limit != resource.RLIM_INFINITY:  # an unlimited hard limit holds any count
+        assert make_room_for_sessions(low_file_limit - SPARE_FILES) == low_file_limit
+        assert not caplog.records
+        make_room_for_sessions(low_file_limit)
+        assert "raise the hard limit (ulimit -Hn" in caplog.text and f"max_sessions ({low_file_limit})" in caplog.text
+
+
 def _fds() -> int:
     return len(os.listdir("/proc/self/fd"))
 

@@ -8,6 +8,11 @@ server itself (:mod:`~omnienv.sandboxes.xvfb.windows`).
 Every method is blocking and runs under one lock; :class:`~omnienv.sandboxes.xvfb.display.XvfbDisplay`
 calls them from a worker thread with a deadline. A client on the display may kill this connection
 (``XKillClient``): the next call reconnects once.
+
+python-xlib waits for its socket with ``select.select``, which refuses a descriptor numbered 1024
+or more: in a process holding many sessions (each desktop keeps about 6 files open) no display
+past the 170th could connect. Its connections wait with ``poll(2)`` instead
+(:class:`~omnienv.sandboxes.polling.SelectOnPoll`).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from typing import Any, TypeVar
 
 from omnienv.core.errors import ToolError
 from omnienv.sandboxes.desktop import Combo, DisplayError, Window
+from omnienv.sandboxes.polling import SelectOnPoll
 from omnienv.sandboxes.xvfb import windows
 from omnienv.sandboxes.xvfb.keyboard import Keyboard
 
@@ -57,6 +63,9 @@ class XClient:
 
     def _connect(self) -> Any:
         _, error, xdisplay = _xlib()
+        from Xlib.protocol import display as protocol
+
+        protocol.select = SelectOnPoll  # python-xlib's one way of waiting (see the module's docstring)
         try:
             display = xdisplay.Display(self.name)
         except Exception as exc:
