@@ -33,7 +33,8 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._harness import OMNIENV, OPENENV_PYTHON, ServerProcess, free_port, raise_fd_limit
+from benchmarks._harness import ServerProcess, raise_fd_limit
+from benchmarks._servers import wordle_server
 
 __all__ = ["SessionsResult", "main"]
 
@@ -43,49 +44,7 @@ RESET = json.dumps({"type": "reset", "data": {"seed": 1}})
 
 
 def spec(name: str, max_sessions: int, idle_timeout: float) -> ServerProcess:
-    if name == "echo":
-        return ServerProcess(
-            name, [sys.executable, str(Path(__file__).with_name("ws_throughput.py")), "--serve-echo"], 0
-        )
-    if name == "omnienv":
-        port = free_port()
-        return ServerProcess(
-            name,
-            [
-                OMNIENV,
-                "serve",
-                "wordle",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-                "--max-sessions",
-                str(max_sessions),
-                "--idle-timeout",
-                str(idle_timeout),
-            ],
-            port,
-        )
-    if not OPENENV_PYTHON.exists():
-        from tests.peerenv import peer_python
-
-        peer_python("openenv")
-    variant = name.split("-", 1)[1]
-    return ServerProcess(
-        name,
-        [
-            str(OPENENV_PYTHON),
-            "-m",
-            "benchmarks.openenv_wordle.server",
-            "--variant",
-            variant,
-            "--port",
-            "0",
-            "--max-sessions",
-            str(max_sessions),
-        ],
-        0,
-    )
+    return wordle_server(name, max_sessions, None, "--idle-timeout", str(idle_timeout))
 
 
 @dataclass

@@ -4,7 +4,7 @@ Servers, each a separate process pinned to one CPU; the client gets another, so 
 by side as a server and its clients do (on a one-CPU machine, or with ``--no-pin``, neither is
 pinned; the log's first line says which CPUs were used):
 
-- ``omnienv``: ``omnienv serve wordle``;
+- ``omnienv``: ``omnienv serve wordle`` (``benchmarks/_servers.py`` starts each of them);
 - ``openenv-mcp``: the same game written as an OpenEnv ``MCPEnvironment`` (FastMCP tools), the way
   OpenEnv's own tool-calling environments are written (benchmarks/openenv_wordle);
 - ``openenv-plain``: the same game as a plain OpenEnv ``Environment`` with an MCP-shaped action,
@@ -40,7 +40,6 @@ import argparse
 import asyncio
 import json
 import resource
-import socket
 import statistics
 import sys
 import time
@@ -52,13 +51,13 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._harness import OMNIENV, ROOT, ServerProcess, free_port, percentile, pin_self, server_and_client_cpus
+from benchmarks._harness import ROOT, ServerProcess, percentile, pin_self, server_and_client_cpus
+from benchmarks._servers import SERVERS, wordle_server
 
 __all__ = ["LevelResult", "main"]
 
 SERVER_CPU, CLIENT_CPU = server_and_client_cpus()
 GUESSES_PER_EPISODE = 5
-SERVERS = ("omnienv", "openenv-mcp", "openenv-plain", "echo")
 TARGETS = {"openenv": 4.0, "echo": 0.8, "echo_cpu": 1.3, "latency": 0.4}
 """At the highest level: steps/s >= 4x OpenEnv's and >= 0.8x echo's, server CPU per step <= 1.3x
 echo's; at the lowest, step latency p50 and p99 <= 0.4x OpenEnv's."""
@@ -84,78 +83,6 @@ def step_frames() -> list[str]:
         json.dumps({"type": "step", "data": {"type": "call_tool", "tool_name": "guess", "arguments": {"word": w}}})
         for w in guess_words()
     ]
-
-
-def server_spec(name: str, max_sessions: int) -> ServerProcess:
-    if name == "omnienv":
-        port = free_port()
-        cmd = [
-            OMNIENV,
-            "serve",
-            "wordle",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--max-sessions",
-            str(max_sessions),
-        ]
-        return ServerProcess(name, cmd, port, SERVER_CPU)
-    if name.startswith("openenv-"):
-        from benchmarks._harness import OPENENV_PYTHON
-
-        if not OPENENV_PYTHON.exists():
-            from tests.peerenv import peer_python
-
-            peer_python("openenv")
-        variant = name.split("-", 1)[1]
-        cmd = [
-            str(OPENENV_PYTHON),
-            "-m",
-            "benchmarks.openenv_wordle.server",
-            "--variant",
-            variant,
-            "--port",
-            "0",
-            "--max-sessions",
-            str(max_sessions),
-        ]
-        return ServerProcess(name, cmd, 0, SERVER_CPU)
-    if name == "echo":
-        cmd = [sys.executable, str(Path(__file__).resolve()), "--serve-echo"]
-        return ServerProcess(name, cmd, 0, SERVER_CPU)
-    raise SystemExit(f"unknown server {name!r}; choose from {', '.join(SERVERS)}")
-
-
-# -- the echo server ---------------------------------------------------------------------------
-
-
-def serve_echo() -> None:
-    """Starlette + uvicorn, one WebSocket route that sends every text frame straight back."""
-    import uvicorn
-    from starlette.applications import Starlette
-    from starlette.responses import JSONResponse
-    from starlette.routing import Route, WebSocketRoute
-    from starlette.websockets import WebSocket, WebSocketDisconnect
-
-    async def echo(ws: WebSocket) -> None:
-        await ws.accept()
-        try:
-            while True:
-                await ws.send_text(await ws.receive_text())
-        except WebSocketDisconnect:
-            pass
-
-    async def health(request: Any) -> JSONResponse:
-        return JSONResponse({"status": "healthy"})
-
-    app = Starlette(routes=[Route("/health", health), WebSocketRoute("/ws", echo)])
-    sock = socket.socket()
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    print(f"PORT {sock.getsockname()[1]}", flush=True)
-    config = uvicorn.Config(app, log_level="warning", backlog=4096, ws_per_message_deflate=False)
-    uvicorn.Server(config).run(sockets=[sock])
 
 
 # -- the client --------------------------------------------------------------------------------
@@ -272,7 +199,7 @@ def measure(
         servers = []
         for name in names:
             try:
-                server = stack.enter_context(server_spec(name, max(levels) + 16))
+                server = stack.enter_context(wordle_server(name, max(levels) + 16, SERVER_CPU))
             except Exception as exc:  # one server failing must not hide the others' numbers
                 log(f"[red]{name}: {type(exc).__name__}: {exc}[/red]")
                 continue
@@ -441,11 +368,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1, help="runs per server; medians are reported")
     parser.add_argument("--json", type=Path, help="also write the results here")
     parser.add_argument("--no-pin", action="store_true", help="do not pin server and client to CPUs")
-    parser.add_argument("--serve-echo", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.serve_echo:
-        serve_echo()
-        return
 
     from rich.console import Console
 
