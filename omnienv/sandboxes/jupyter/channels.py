@@ -9,6 +9,12 @@ ends as the agent's doing (``output_limit``).
 
 What remains bounded only by the sandbox itself: one multipart message of many frames, each under
 the limit, is buffered whole by libzmq before it is delivered (see docs/security-jupyter.md).
+
+Every session's sockets come from one context, and a libzmq context makes 1023 sockets by default
+(``ZMQ_MAX_SOCKETS``), then refuses with "Too many open files": seven a session (three channels,
+two monitors and their peers) stopped one process at 146 sessions, whatever its open-file limit.
+The context is allowed as many as libzmq can make (``ZMQ_SOCKET_LIMIT``); the open-file limit
+(which a server raises, see :mod:`omnienv.server.run`) and memory bound the count.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ def _context(max_frame: int) -> Any:
     import zmq.asyncio
 
     context = zmq.asyncio.Context()
+    context.set(zmq.MAX_SOCKETS, context.get(zmq.SOCKET_LIMIT))  # before its first socket, as libzmq needs
     context.setsockopt(zmq.MAXMSGSIZE, max_frame)  # a default of every socket made by this context
     context.setsockopt(zmq.RCVHWM, RCVHWM)
     context.setsockopt(zmq.LINGER, 0)
