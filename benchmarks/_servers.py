@@ -1,6 +1,8 @@
-"""The Wordle servers the WebSocket benchmarks compare, each started as its own process.
+"""The servers the WebSocket benchmarks compare, each started as its own process.
 
 - ``omnienv``: ``omnienv serve wordle``;
+- ``omnienv-echo``: ``omnienv serve echo``, an environment whose one tool repeats its argument:
+  omnienv's own work on a step, with next to no game;
 - ``openenv-mcp`` and ``openenv-plain``: the same game written for OpenEnv 0.10.0
   (``benchmarks/openenv_wordle``), run in OpenEnv's own virtualenv (built when missing);
 - ``echo``: a bare Starlette WebSocket endpoint on uvicorn that sends every text frame straight
@@ -20,17 +22,18 @@ if __package__ in (None, ""):
 
 from benchmarks._harness import OMNIENV, OPENENV_PYTHON, ServerProcess, free_port
 
-__all__ = ["SERVERS", "serve_echo", "wordle_server"]
+__all__ = ["SERVERS", "benchmark_server", "serve_echo"]
 
-SERVERS = ("omnienv", "openenv-mcp", "openenv-plain", "echo")
+SERVERS = ("omnienv", "omnienv-echo", "openenv-mcp", "openenv-plain", "echo")
 
 
-def wordle_server(name: str, max_sessions: int, cpu: int | None = None, *omnienv_options: str) -> ServerProcess:
+def benchmark_server(name: str, max_sessions: int, cpu: int | None = None, *omnienv_options: str) -> ServerProcess:
     """Server ``name`` of :data:`SERVERS`, to be pinned to ``cpu``; ``omnienv_options`` are more
     options of ``omnienv serve``."""
-    if name == "omnienv":
+    if name in ("omnienv", "omnienv-echo"):
         port = free_port()
-        cmd = [OMNIENV, "serve", "wordle", "--host", "127.0.0.1", "--port", str(port)]
+        env = "wordle" if name == "omnienv" else "echo"
+        cmd = [OMNIENV, "serve", env, "--host", "127.0.0.1", "--port", str(port)]
         return ServerProcess(name, [*cmd, "--max-sessions", str(max_sessions), *omnienv_options], port, cpu)
     if name in ("openenv-mcp", "openenv-plain"):
         if not OPENENV_PYTHON.exists():

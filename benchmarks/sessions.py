@@ -34,7 +34,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._harness import ServerProcess, raise_fd_limit
-from benchmarks._servers import wordle_server
+from benchmarks._servers import benchmark_server
 
 __all__ = ["SessionsResult", "main"]
 
@@ -44,7 +44,7 @@ RESET = json.dumps({"type": "reset", "data": {"seed": 1}})
 
 
 def spec(name: str, max_sessions: int, idle_timeout: float) -> ServerProcess:
-    return wordle_server(name, max_sessions, None, "--idle-timeout", str(idle_timeout))
+    return benchmark_server(name, max_sessions, None, "--idle-timeout", str(idle_timeout))
 
 
 @dataclass

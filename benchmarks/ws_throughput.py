@@ -5,6 +5,9 @@ by side as a server and its clients do (on a one-CPU machine, or with ``--no-pin
 pinned; the log's first line says which CPUs were used):
 
 - ``omnienv``: ``omnienv serve wordle`` (``benchmarks/_servers.py`` starts each of them);
+- ``omnienv-echo``: ``omnienv serve echo``, whose one tool repeats the word it is sent: omnienv's
+  own work on a step with next to no game, printed for scale against the echo server (where
+  ``omnienv`` also plays Wordle, which the echo server does not);
 - ``openenv-mcp``: the same game written as an OpenEnv ``MCPEnvironment`` (FastMCP tools), the way
   OpenEnv's own tool-calling environments are written (benchmarks/openenv_wordle);
 - ``openenv-plain``: the same game as a plain OpenEnv ``Environment`` with an MCP-shaped action,
@@ -52,7 +55,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._harness import ROOT, ServerProcess, percentile, pin_self, server_and_client_cpus
-from benchmarks._servers import SERVERS, wordle_server
+from benchmarks._servers import SERVERS, benchmark_server
 
 __all__ = ["LevelResult", "main"]
 
@@ -78,9 +81,11 @@ def reset_frame(seed: int) -> str:
     return json.dumps({"type": "reset", "data": {"seed": seed}})
 
 
-def step_frames() -> list[str]:
+def step_frames(server: str = "omnienv") -> list[str]:
+    """Five Wordle guesses; for ``omnienv-echo``, the same words sent to its ``echo`` tool."""
+    tool, argument = ("echo", "message") if server == "omnienv-echo" else ("guess", "word")
     return [
-        json.dumps({"type": "step", "data": {"type": "call_tool", "tool_name": "guess", "arguments": {"word": w}}})
+        json.dumps({"type": "step", "data": {"type": "call_tool", "tool_name": tool, "arguments": {argument: w}}})
         for w in guess_words()
     ]
 
@@ -151,7 +156,7 @@ async def run_level(server: ServerProcess, sessions: int, duration: float, warmu
     compression = conns[0].response.headers.get("Sec-WebSocket-Extensions", "none") or "none"
     latencies: list[float] = []
     counts = [0, 0]  # steps measured, error frames seen
-    steps = step_frames()
+    steps = step_frames(server.name)
     try:
         start = time.perf_counter() + warmup
         stop = start + duration
@@ -199,7 +204,7 @@ def measure(
         servers = []
         for name in names:
             try:
-                server = stack.enter_context(wordle_server(name, max(levels) + 16, SERVER_CPU))
+                server = stack.enter_context(benchmark_server(name, max(levels) + 16, SERVER_CPU))
             except Exception as exc:  # one server failing must not hide the others' numbers
                 log(f"[red]{name}: {type(exc).__name__}: {exc}[/red]")
                 continue
@@ -328,6 +333,15 @@ def report(results: list[LevelResult], startup: dict[str, float], console: Any, 
         targets["echo_cpu"],
         False,
     )
+    plumbing, echo_top = by.get(("omnienv-echo", top)), by.get(("echo", top))
+    if plumbing is not None and echo_top is not None and echo_top.server_us_per_step:
+        value = plumbing.server_us_per_step / echo_top.server_us_per_step
+        ratios.add_row(
+            f"server CPU µs/step at {top}: omnienv-echo / echo (omnienv's own work, next to no game)",
+            f"{value:.2f}x",
+            "",
+            "for scale",
+        )
     for base in ("openenv-mcp", "openenv-plain"):
         add(
             f"server CPU µs/step at {top}: omnienv / {base}",

@@ -83,7 +83,7 @@ def test_ws_throughput_runs_its_servers_and_its_client_on_different_cpus() -> No
         "from benchmarks._harness import pin_self\n"
         "machine = sorted(os.sched_getaffinity(0))\n"
         "pin_self(wt.CLIENT_CPU)\n"
-        "with wt.wordle_server('echo', 4, wt.SERVER_CPU) as server:\n"
+        "with wt.benchmark_server('echo', 4, wt.SERVER_CPU) as server:\n"
         "    print(json.dumps([machine, sorted(os.sched_getaffinity(server.pid)), sorted(os.sched_getaffinity(0))]))\n"
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd=ROOT)
