@@ -295,7 +295,7 @@ def test_openenv_validate_url_passes(played: dict[str, dict]) -> None:
 
 
 def test_benchmark_drives_every_server_with_the_same_frames(openenv_python: Path, tmp_path: Path) -> None:
-    """benchmarks/ws_throughput.py, briefly: every server answers the same frames with no error frame.
+    """benchmarks/ws_throughput.py, briefly: every server answers the same words with no error frame.
 
     Only counts are checked (never timings): this keeps the benchmark and the OpenEnv Wordle it
     measures against from rotting.
@@ -323,6 +323,7 @@ def test_benchmark_drives_every_server_with_the_same_frames(openenv_python: Path
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     results = json.loads(out.read_text())["results"]
     seen = {(r["server"], r["sessions"]) for r in results}
-    assert seen == {(s, n) for s in ("omnienv", "openenv-mcp", "openenv-plain", "echo") for n in (1, 2)}, run.stdout
+    servers = ("omnienv", "omnienv-echo", "openenv-mcp", "openenv-plain", "echo")
+    assert seen == {(s, n) for s in servers for n in (1, 2)}, run.stdout
     for r in results:
         assert r["steps"] > 0 and r["errors"] == 0, r
