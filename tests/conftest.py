@@ -14,7 +14,9 @@ daemon and images when it collects the suite (tests/deploy/conftest.py), so they
 from __future__ import annotations
 
 import os
+import resource
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -119,6 +121,18 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         terminalreporter.write_line(framework.ljust(width) + "  " + "  ".join(row))
     passed = sum(outcome == "ok" for outcome in MATRIX.values())
     terminalreporter.write_line(f"{passed} of {len(MATRIX)} cells ok")
+
+
+@pytest.fixture
+def low_file_limit() -> Iterator[int]:
+    """A soft open-file limit of 256, as some systems start a process with; yields the hard
+    limit, and restores both after."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))
+    try:
+        yield hard
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
 
 @pytest.fixture(autouse=True)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Self
 from urllib.parse import urlsplit, urlunsplit
 
 from omnienv.core.errors import NotResetError, ProtocolError, SessionLostError
+from omnienv.core.open_files import make_room_for_files
 from omnienv.core.tasks import Task
 from omnienv.core.types import Observation, State, StepResult, ToolCall
 from omnienv.protocol.codec import decode, encode
@@ -63,6 +64,7 @@ class ClientBase:
         self.tools: dict[str, RemoteTool] = {}
         self.timeout = timeout
         self.connect_timeout = connect_timeout
+        make_room_for_files()  # a trainer may hold a connection per environment, thousands of them
 
     @classmethod
     def _from_image(cls, image: str, options: dict[str, Any]) -> Self:

@@ -37,6 +37,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from omnienv.core.open_files import make_room_for_files
 from omnienv.sandboxes.bubblewrap import (
     HOME,
     LAUNCH_ENV,
@@ -82,6 +83,7 @@ class Sandbox:
         self, limits: Limits | None = None, *, base_dir: str | None = None, prefix: str = "omnienv-sandbox-"
     ) -> None:
         self.limits = limits or Limits()
+        make_room_for_files()  # every sandbox holds a few files here; a process may drive hundreds
         self.root = Path(tempfile.mkdtemp(prefix=prefix, dir=base_dir))
         # Held while this process owns the sandbox; a free lock marks the files of a dead owner. It
         # is locked before it gets its name: a sweeper (another process's pool starting) that found

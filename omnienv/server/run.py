@@ -9,9 +9,9 @@ sockets listen (:class:`Server`), or by the first upgrade if that comes sooner.
 
 Every session holds at least one open file (its connection), and many systems start a process
 with a soft limit of 1024 open files: past it, ``accept`` fails and clients wait unanswered, long
-before ``max_sessions``. A server raises its soft limit to the hard one
-(:func:`make_room_for_sessions`), as a program that does not wait with ``select`` may; the
-processes of its sandboxes get their own (``prlimit``, ``Limits.open_files``).
+before ``max_sessions``. A server raises its soft limit to the hard one at start-up
+(:func:`make_room_for_sessions`, built on :mod:`omnienv.core.open_files`), and names the fix when
+even the hard one is too low.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from typing import Any
 
 import uvicorn
 
+from omnienv.core.open_files import make_room_for_files
 from omnienv.server.config import ServerConfig
 from omnienv.server.lean import forget_handshake
 
@@ -47,21 +48,11 @@ def _server_config(app: Any) -> ServerConfig:
 
 
 def make_room_for_sessions(sessions: int) -> int:
-    """Raise this process's soft open-file limit to the hard one, and warn, naming the fix, when
-    even that holds fewer than ``sessions`` connections. Returns the soft limit.
-
-    Not just ``sessions`` files: a sandboxed session holds several (a desktop six, a Jupyter
-    kernel a dozen). Past 1024 of them ``select`` fails where the limit did before; omnienv's
-    waits use ``poll`` (:mod:`omnienv.sandboxes.polling`).
-    """
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    """Raise this process's soft open-file limit (:func:`~omnienv.core.open_files.make_room_for_files`),
+    and warn, naming the fix, when even that holds fewer than ``sessions`` connections. Returns
+    the soft limit."""
     wanted = sessions + SPARE_FILES
-    for room in (hard, wanted):  # macOS refuses a soft limit past OPEN_MAX under an unlimited hard one
-        if soft != resource.RLIM_INFINITY and soft < room:
-            with contextlib.suppress(ValueError, OSError):
-                resource.setrlimit(resource.RLIMIT_NOFILE, (room, hard))
-                soft = room
-                break
+    soft = make_room_for_files(wanted)
     if soft != resource.RLIM_INFINITY and soft < wanted:
         logger.warning(
             "the open-file limit (%d) holds about %d sessions, fewer than max_sessions (%d): "

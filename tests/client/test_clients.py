@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import resource
 import select
 import socket
 import subprocess
@@ -211,6 +212,24 @@ def test_the_cli_server_serves_and_a_dead_server_is_noticed_at_once() -> None:
             assert time.monotonic() - started < 5  # far below the 20 s ping timeout: the close was seen
     with pytest.raises(SessionLostError, match="cannot connect"):
         WebSocketClient.connect(url, connect_timeout=2)
+
+
+def test_one_process_holds_hundreds_of_sessions_under_a_low_open_file_limit(low_file_limit: int) -> None:
+    """A trainer holds a connection per environment: at a soft limit of 256 (the server, another
+    process, starts under it too and raises its own), connections past about 240 failed with EMFILE."""
+    with server_process("echo", "--max-sessions", "400") as (url, _):
+
+        async def scenario() -> None:
+            clients = [AsyncWebSocketClient(url) for _ in range(300)]
+            try:
+                await asyncio.gather(*(client.open() for client in clients))
+                observations = await asyncio.gather(*(client.reset() for client in clients))
+                assert len(observations) == 300
+            finally:
+                await asyncio.gather(*(client.close() for client in clients))
+
+        asyncio.run(scenario())
+    assert resource.getrlimit(resource.RLIMIT_NOFILE)[0] == low_file_limit
 
 
 def test_the_client_does_not_load_the_server_stack() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import resource
 import shlex
 import signal
 import time
@@ -9,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from omnienv.sandboxes.bubblewrap import SandboxUnavailableError
+from omnienv.sandboxes.bubblewrap import Limits, SandboxUnavailableError
 from omnienv.sandboxes.sandbox import Sandbox
 from omnienv.sandboxes.shell import SandboxShell
 
@@ -150,3 +151,23 @@ def test_a_sandbox_that_cannot_start_its_program_is_a_typed_failure() -> None:
         assert not sandbox.pids()
     finally:
         sandbox.close()
+
+
+def test_one_process_holds_a_hundred_shells_under_a_low_open_file_limit(low_file_limit: int) -> None:
+    """Each shell holds three files here (its lock and two pipes): at a soft limit of 256 the 81st
+    failed with EMFILE, as a trainer's hundred terminal environments would have."""
+    held: list[Sandbox | SandboxShell] = []
+    try:
+        for _ in range(100):
+            sandbox = Sandbox()
+            held.append(sandbox)
+            shell = SandboxShell(sandbox, workdir="/tmp", env=ENV)
+            held.append(shell)
+            shell.start()
+        assert shell.run("echo the last of 100", timeout=10).output == "the last of 100"
+        assert resource.getrlimit(resource.RLIMIT_NOFILE)[0] == low_file_limit
+        # what the sandbox runs keeps its own limit, not the one raised here
+        assert shell.run("ulimit -n", timeout=10).output == str(Limits().open_files)
+    finally:
+        for thing in reversed(held):
+            thing.close()

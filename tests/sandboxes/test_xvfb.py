@@ -19,6 +19,7 @@ import pytest
 from omnienv.core import EnvironmentFailure, ToolError
 from omnienv.sandboxes.desktop import DisplayError, key_combo, modifiers, parse_keys
 from omnienv.sandboxes.xvfb import DisplayPool, DisplaySpec, XvfbDisplay, missing_programs
+from omnienv.sandboxes.xvfb.server import XVFB_OPEN_FILES
 from tests.polling import eventually
 
 pytestmark = pytest.mark.skipif(
@@ -31,6 +32,12 @@ def png_size(data: bytes) -> tuple[int, int]:
     assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
     width, height = struct.unpack(">II", data[16:24])
     return width, height
+
+
+def open_file_limit(pid: int) -> int:
+    with open(f"/proc/{pid}/limits") as handle:
+        line = next(line for line in handle if line.startswith("Max open files"))
+    return int(line.split()[3])
 
 
 def live(pid: int) -> bool:
@@ -326,6 +333,8 @@ def test_displays_start_and_act_past_selects_descriptor_limit(low_descriptors_ta
     display = XvfbDisplay.start()
     try:
         assert display.x.call(lambda d: d.fileno()) >= 1024  # the connection this test is about
+        # the X server does not inherit the limit raised here for the sessions' files
+        assert open_file_limit(display.process.pid) == XVFB_OPEN_FILES < resource.getrlimit(resource.RLIMIT_NOFILE)[0]
 
         async def act() -> None:
             await display.launch("xterm -geometry 80x24+10+10", "terminal")

@@ -173,17 +173,6 @@ def test_a_thousand_sessions_at_once(serve, file_limit) -> None:
     eventually(lambda: manager.active == 0, timeout=10, what="1,000 sessions closed")
 
 
-@pytest.fixture
-def low_file_limit() -> Iterator[int]:
-    """A soft open-file limit of 256, as some systems start a process with; restored after."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))
-    try:
-        yield hard
-    finally:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
-
-
 def test_a_server_makes_room_for_its_sessions_under_a_low_open_file_limit(serve, low_file_limit) -> None:
     """At 256 open files, sessions past about 120 (two descriptors each here: client and server) failed."""
     url, manager = serve("wordle", max_sessions=2000)

@@ -11,7 +11,7 @@
   IPC namespace) to attach any System V segment by id, and the server checks the client's
   credentials, which for a sandboxed client are the host uid bwrap mapped it to (root). Captures
   go over the socket instead (about a millisecond more). ``-extension GLX``: no GL in the server.
-- Its address space is capped (``prlimit``), and the display joins it to the session's cgroup: what
+- Its address space and open files are capped (``prlimit``), and the display joins it to the session's cgroup: what
   the agent's clients make the server allocate or compute counts against the session's limits.
 - A watchdog process per display kills the server and deletes the session's files if the Python
   process that owns it dies without closing it.
@@ -35,6 +35,9 @@ from omnienv.sandboxes.polling import wait
 __all__ = ["REQUIRED_PROGRAMS", "XServer", "missing_programs"]
 
 REQUIRED_PROGRAMS = ("Xvfb", "bwrap")
+XVFB_OPEN_FILES = 1024
+"""Enough for Xvfb's most clients (256 by default), and not the limit of the process that
+started it, raised for its sessions' files (:mod:`omnienv.core.open_files`)."""
 XVFB_FLAGS = ("-nolisten", "tcp", "-extension", "MIT-SHM", "-extension", "GLX", "-noreset")
 
 
@@ -90,6 +93,7 @@ class XServer:
                     [
                         "prlimit",
                         f"--as={memory_bytes}",
+                        f"--nofile={XVFB_OPEN_FILES}",
                         "--core=0",
                         "--",
                         "Xvfb",
