@@ -1,32 +1,26 @@
-"""The direct connection between the front and a host actor (``omnienv.ray.channel``).
+"""The direct connection between the front and a host actor (``omnienv.ray.channel``), in-process.
 
-Its two servers and the front's client are tested in-process on 127.0.0.1 (they import nothing
-from Ray); then on real actors: a front's calls travel over it, a trainer's pool opens none, an
-actor that cannot be reached is called through Ray instead, and whoever lacks the secret gets
-nothing.
+Its two servers and the front's client are tested on 127.0.0.1 without Ray (they import nothing
+from it): round trips, batches that fail alone, servers that close or die, and whoever lacks the
+secret gets nothing. The connection between real actors is in ``test_channel_actors.py``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import pickle
 import socket
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import replace
 
-import psutil
 import pytest
-import ray
 
-from omnienv.core import EnvironmentFailure, ToolCall, WorkerLostError
-from omnienv.ray import EnvPool, HostPool, RemoteEnv
+from omnienv.core import EnvironmentFailure
 from omnienv.ray import channel as channel_module
 from omnienv.ray.channel import (
     HEADER,
@@ -40,7 +34,7 @@ from omnienv.ray.channel import (
 )
 from tests.net import free_port
 from tests.polling import eventually
-from tests.ray.conftest import kill
+from tests.ray.channels import run
 
 Server = ThreadChannelServer | AsyncChannelServer
 
@@ -66,10 +60,6 @@ async def served(kind: str, answer: Callable[[bytes], bytes] = reverse) -> Async
         yield server
     finally:
         server.close()
-
-
-def run(scenario: Callable[[], Awaitable[None]]) -> None:
-    asyncio.run(asyncio.wait_for(scenario(), 30))
 
 
 @pytest.mark.parametrize("kind", ["thread", "async"])
@@ -347,98 +337,3 @@ def test_no_listener_is_unreachable_and_nothing_was_sent() -> None:
             await client.request(b"x")
 
     run(scenario)
-
-
-# -- on real actors ----------------------------------------------------------------------------
-
-
-def front_connections(port: int) -> list[psutil._common.pconn]:
-    return [
-        c
-        for c in psutil.Process().net_connections("tcp")
-        if c.raddr and c.raddr.port == port and c.status == psutil.CONN_ESTABLISHED
-    ]
-
-
-@pytest.mark.usefixtures("ray_local")
-def test_a_fronts_calls_travel_over_the_actors_own_connection_on_loopback(wordle_hosts: HostPool) -> None:
-    host = wordle_hosts.hosts[0]
-    assert host.channel is not None and host.channel.host == "127.0.0.1" == host.node_ip
-    listening = [c for c in psutil.Process(host.pid).net_connections("tcp") if c.status == psutil.CONN_LISTEN]
-    assert [(c.laddr.ip, c.laddr.port) for c in listening if c.laddr.port == host.channel.port] == [
-        ("127.0.0.1", host.channel.port)
-    ]
-
-    async def scenario() -> None:
-        env = await RemoteEnv.open(wordle_hosts)
-        try:
-            assert env.host is not None
-            await env.reset(seed=3)
-            result = await env.step(ToolCall("guess", {"word": "crane"}))
-            assert "guesses left" in result.observation.text
-            port = env.host.channel.port if env.host.channel else 0
-            assert len(front_connections(port)) == 1  # opened on the first call, and only one
-        finally:
-            await env.close()
-
-    run(scenario)
-
-
-@pytest.mark.usefixtures("ray_local")
-def test_an_actor_found_unreachable_is_called_through_ray(
-    wordle_hosts: HostPool, caplog: pytest.LogCaptureFixture
-) -> None:
-    for host in wordle_hosts.hosts:  # as behind a firewall: nobody listens where they said
-        assert host.channel is not None
-        host.channel = replace(host.channel, port=free_port())
-
-    async def scenario() -> None:
-        env = await RemoteEnv.open(wordle_hosts)
-        try:
-            await env.reset(seed=3)
-            result = await env.step(ToolCall("guess", {"word": "crane"}))
-            assert "guesses left" in result.observation.text
-        finally:
-            await env.close()
-
-    with caplog.at_level(logging.WARNING, "omnienv.ray"):
-        run(scenario)
-    assert "calling the actor through Ray instead" in caplog.text
-    assert all(host.alive for host in wordle_hosts.hosts)
-
-
-@pytest.mark.usefixtures("ray_local")
-def test_a_trainers_pool_opens_no_connection() -> None:
-    with EnvPool("wordle", 2, num_actors=1, actor_options={"num_cpus": 0.5}) as pool:
-        host = pool.hosts.hosts[0]
-        assert host.channel is None and "channel" not in ray.get(host.actor.info.remote())
-        assert [o.text.startswith("Let's play Wordle") for o in pool.reset(seeds=[1, 2])] == [True, True]
-
-
-@pytest.mark.usefixtures("ray_local")
-def test_a_killed_actors_connection_fails_its_sessions_and_it_is_replaced(wordle_hosts: HostPool) -> None:
-    async def scenario() -> None:
-        envs = [await RemoteEnv.open(wordle_hosts) for _ in range(4)]
-        try:
-            for env in envs:
-                await env.reset(seed=1)
-            victim = wordle_hosts.hosts[0]
-            kill(victim)
-            outcomes = await asyncio.gather(
-                *(env.step(ToolCall("guess", {"word": "crane"})) for env in envs), return_exceptions=True
-            )
-            lost = [o for o in outcomes if isinstance(o, WorkerLostError)]
-            assert len(lost) == 1 and "connection to the host actor broke" in victim.death, (outcomes, victim)
-            assert wordle_hosts.replaced == 1
-            # admitted as soon as it answers, with no placement asking (placing would admit it too)
-            deadline = asyncio.get_running_loop().time() + 60
-            while len(wordle_hosts.hosts) < 5:
-                assert asyncio.get_running_loop().time() < deadline, "the replacement was not admitted"
-                await asyncio.sleep(0.01)
-            assert wordle_hosts.hosts[-1].alive and wordle_hosts.hosts[-1].channel is not None
-        finally:
-            for env in envs:
-                await env.close()
-
-    run(scenario)
-    eventually(lambda: len(wordle_hosts.live) == 4, 60, "the replacement takes sessions")

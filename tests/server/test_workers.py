@@ -12,147 +12,27 @@ that both workers own sessions.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import errno
 import os
-import re
-import shutil
-import signal
-import subprocess
-import sys
-import tempfile
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import httpx2
 import orjson
 import pytest
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import TextContent
-from typer.testing import CliRunner
 
-from omnienv.app import create_app
-from omnienv.cli.main import app as cli
 from omnienv.envs.wordle.solver import next_guess, read_marks
-from omnienv.server.forward import WorkerRouter
-from omnienv.server.supervisor import bind
 from omnienv.server.workers import WorkerPlace, rpc_session_name, session_name
-from tests.polling import eventually
 from tests.server.conftest import ws
-
-OMNIENV = str(Path(sys.executable).with_name("omnienv"))
-RULE = WorkerPlace(0, 2, "")
-"""The routing rule as every worker computes it: ``RULE.owner(name)``."""
-TOKEN = "operator-secret"
-
-
-@dataclass
-class Server:
-    """A ``--workers 2`` server; ``served[name]`` collects the workers each session's replies came from."""
-
-    proc: subprocess.Popen[bytes]
-    url: str
-    log: Path
-    served: dict[str, set[int]] = field(default_factory=dict)
-    forwarded: dict[str, int] = field(default_factory=dict)
-
-    def note(self, name: str, headers: Any) -> None:
-        """Record which worker answered a request for session ``name``, and whether it was forwarded."""
-        self.served.setdefault(name, set()).add(int(headers["x-omnienv-worker"]))
-        self.forwarded[name] = self.forwarded.get(name, 0) + ("x-omnienv-via" in headers)
-
-    def client(self, **options: Any) -> httpx.Client:
-        """A client that opens a new connection per request, so each lands on either worker."""
-        return httpx.Client(base_url=self.url, timeout=30, limits=httpx.Limits(max_keepalive_connections=0), **options)
-
-    def workers(self) -> dict[int, int]:
-        """``{index: pid}`` of both workers, from their /health."""
-        seen: dict[int, int] = {}
-
-        def both() -> bool:
-            health = httpx.get(f"{self.url}/health", timeout=5).json()
-            seen[health["worker"]] = health["pid"]
-            return len(seen) == 2
-
-        eventually(both, timeout=20, what="both workers answering /health")
-        return seen
-
-
-@contextmanager
-def server(*options: str, env: dict[str, str] | None = None, lean: bool = False) -> Iterator[Server]:
-    """``omnienv serve wordle --workers 2`` (``lean``: ``python -m omnienv.app``) on a port of its
-    choosing, which it prints; killed with its process group at the end."""
-    log = Path(os.environ.get("TMPDIR", "/tmp")) / f"omnienv-workers-test-{os.getpid()}-{id(options)}.log"
-    command = [sys.executable, "-m", "omnienv.app"] if lean else [OMNIENV, "serve", "--no-ui"]
-    command += ["wordle", "--workers", "2", "--port", "0", *options]
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, env=env)
-    try:
-        port: list[str] = []
-
-        def healthy() -> bool:
-            if proc.poll() is not None:
-                raise AssertionError(f"the server exited with {proc.returncode}: {log.read_text()}")
-            if not port:
-                port.extend(re.findall(r"http://127\.0\.0\.1:(\d+)", log.read_text())[:1])
-                return False
-            try:
-                return httpx.get(f"http://127.0.0.1:{port[0]}/health", timeout=5).status_code == 200
-            except httpx.TransportError:
-                return False
-
-        eventually(healthy, timeout=60, what="the server healthy")
-        yield Server(proc, f"http://127.0.0.1:{port[0]}", log)
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                pass
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)  # whatever is left of the group
-        proc.wait(30)
-        log.unlink(missing_ok=True)
-
-
-def alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie nobody reaped yet does not)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (FileNotFoundError, ProcessLookupError):
-        return False
+from tests.server.workers import RULE, TOKEN, Server, check_owners, ids_on_both_workers, server, sse_events
 
 
 @pytest.fixture(scope="module")
 def two() -> Iterator[Server]:
     with server() as running:
         yield running
-
-
-def check_owners(srv: Server, names: list[str]) -> None:
-    """Every reply for each session came from its owner alone, both workers own some, and some
-    requests reached a worker that is not the owner and were forwarded."""
-    assert names
-    for name in names:
-        assert srv.served[name] == {RULE.owner(name)}, (name, srv.served[name])
-    assert {RULE.owner(name) for name in names} == {0, 1}
-    assert sum(srv.forwarded[name] for name in names) > 0, "every request landed on its owner: none forwarded"
-
-
-def ids_on_both_workers(make: Callable[[], str], tries: int = 40, least: int = 4) -> list[str]:
-    """Session names from ``make()`` until there are ``least`` and both workers own one
-    (connections land at random)."""
-    names: list[str] = []
-    while len(names) < least or {RULE.owner(n) for n in names} != {0, 1}:
-        assert len(names) < tries, f"every one of {len(names)} sessions landed on one worker"
-        names.append(make())
-    return names
 
 
 # -- the rule, in-process ----------------------------------------------------------------------
@@ -188,58 +68,6 @@ def test_the_rule_names_one_owner_for_every_carrier_and_minted_ids_stay_home() -
 
 
 RULE_3 = WorkerPlace(0, 3, "")
-
-
-def test_health_says_starting_until_every_worker_serves_and_then_names_the_worker() -> None:
-    place = WorkerPlace(1, 2, "/nowhere")
-    up = [False]
-    router = WorkerRouter(create_app("wordle", place=place, max_sessions=5), place, "token", lambda: up[0])
-
-    async def health(**headers: str) -> httpx.Response:
-        transport = httpx.ASGITransport(app=router)
-        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8000") as client:
-            return await client.get("/health", headers=headers)
-
-    starting = asyncio.run(health())
-    assert starting.status_code == 503 and starting.json() == {"status": "starting", "worker": 1, "workers": 2}
-    assert asyncio.run(health(origin="https://evil.example")).status_code == 403  # checked before anything
-    up[0] = True
-    healthy = asyncio.run(health())
-    assert healthy.status_code == 200 and healthy.headers["x-omnienv-worker"] == "1"
-    assert healthy.json() == {
-        "status": "healthy",
-        "worker": 1,
-        "workers": 2,
-        "pid": os.getpid(),
-        "sessions": 0,
-        "max_sessions": 5,
-    }
-
-
-def test_a_port_another_multi_worker_server_holds_is_refused_not_shared() -> None:
-    with bind("127.0.0.1", 0) as first:
-        first.listen()
-        with pytest.raises(OSError) as refused:
-            bind("127.0.0.1", first.getsockname()[1]).close()
-    assert refused.value.errno == errno.EADDRINUSE
-
-
-# -- the command line ------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("options", "message"),
-    [
-        (["--workers", "0"], "workers must be a whole number >= 1"),
-        (["--workers", "-2"], "workers must be a whole number >= 1"),
-        (["--workers", "3", "--max-sessions", "2"], "max_sessions (2) must be at least workers (3)"),
-        (["--workers", "2", "--nemo-gym"], "drop --ray or --nemo-gym"),
-    ],
-)
-def test_bad_worker_counts_are_refused_with_a_clear_error(options: list[str], message: str) -> None:
-    result = CliRunner().invoke(cli, ["serve", "wordle", *options])
-    assert result.exit_code == 2
-    assert message in " ".join(result.output.split()), result.output
 
 
 # -- every transport ----------------------------------------------------------------------------
@@ -386,12 +214,6 @@ def test_openenv_json_rpc_on_mcp_is_routed_by_the_session_in_its_body(two: Serve
     check_owners(two, names)
 
 
-def sse_events(reply: httpx.Response) -> list[tuple[str, str]]:
-    events = re.findall(r"event: *(\S+)\r?\ndata: *(.*)", reply.text)
-    assert events, reply.text
-    return events
-
-
 def test_ors_sessions_named_by_x_session_id_reach_the_worker_that_minted_them(two: Server) -> None:
     with two.client() as http:
 
@@ -494,52 +316,3 @@ def test_an_agent_only_server_of_two_workers_serves_the_operators_episodes() -> 
             assert state.json()["data"]["step_count"] == 2
             assert http.post(f"/sessions/{sid}/reset", json={}).json()["data"]["code"] == "AGENT_ONLY"
         check_owners(srv, names)
-
-
-# -- processes ---------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def short_tmp() -> Iterator[Path]:
-    """A TMPDIR short enough for the workers' socket paths (pytest's own, under xdist, is not)."""
-    path = Path(tempfile.mkdtemp(prefix="ow-", dir="/tmp"))
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
-
-
-@pytest.mark.parametrize("lean", [False, True], ids=["omnienv serve", "python -m omnienv.app"])
-def test_sigterm_stops_every_worker_and_removes_the_private_sockets(short_tmp: Path, lean: bool) -> None:
-    tmp_path = short_tmp
-    with server(env={**os.environ, "TMPDIR": str(tmp_path)}, lean=lean) as srv:
-        pids = srv.workers().values()
-        assert [p.name for p in tmp_path.iterdir() if p.name.startswith("omnienv-workers-")]
-        srv.proc.send_signal(signal.SIGTERM)
-        assert srv.proc.wait(30) == 0
-        eventually(lambda: not any(alive(pid) for pid in pids), what="every worker gone")
-        assert not [p for p in tmp_path.iterdir() if p.name.startswith("omnienv-workers-")]
-
-
-def test_a_worker_that_dies_stops_the_server_with_an_error() -> None:
-    with server() as srv:
-        pids = srv.workers()
-        os.kill(pids[1], signal.SIGKILL)
-        assert srv.proc.wait(30) == 1
-        assert not alive(pids[0])
-        assert "omnienv-worker-1" in srv.log.read_text() and "SIGKILL" in srv.log.read_text()
-
-
-def test_no_worker_outlives_its_supervisor_or_its_process_group(short_tmp: Path) -> None:
-    tmp_path = short_tmp
-    with server(env={**os.environ, "TMPDIR": str(tmp_path)}) as srv:
-        pids = srv.workers().values()
-        os.kill(srv.proc.pid, signal.SIGKILL)  # the supervisor alone: its workers get the parent-death signal
-        srv.proc.wait(10)
-        eventually(lambda: not any(alive(pid) for pid in pids), timeout=30, what="the workers gone")
-        assert not [p for p in tmp_path.iterdir() if p.name.startswith("omnienv-workers-")]  # the last one out
-    with server(env={**os.environ, "TMPDIR": str(tmp_path)}) as srv:
-        pids = srv.workers().values()
-        os.killpg(srv.proc.pid, signal.SIGKILL)
-        srv.proc.wait(10)
-        eventually(lambda: not any(alive(pid) for pid in pids), what="the process group gone")

@@ -1,0 +1,134 @@
+"""``omnienv serve --workers N``: starting and stopping.
+
+Health says "starting" until every worker serves; a port another server holds is refused, not
+shared; bad worker counts are refused before anything starts. Real ``--workers 2`` servers
+(tests/server/workers.py) then show that SIGTERM stops every worker and removes their private
+sockets, that a worker dying stops the server with an error, and that no worker outlives its
+supervisor or its process group.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import os
+import shutil
+import signal
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from typer.testing import CliRunner
+
+from omnienv.app import create_app
+from omnienv.cli.main import app as cli
+from omnienv.server.forward import WorkerRouter
+from omnienv.server.supervisor import bind
+from omnienv.server.workers import WorkerPlace
+from tests.polling import eventually
+from tests.server.workers import alive, server
+
+# -- in-process --------------------------------------------------------------------------------
+
+
+def test_health_says_starting_until_every_worker_serves_and_then_names_the_worker() -> None:
+    place = WorkerPlace(1, 2, "/nowhere")
+    up = [False]
+    router = WorkerRouter(create_app("wordle", place=place, max_sessions=5), place, "token", lambda: up[0])
+
+    async def health(**headers: str) -> httpx.Response:
+        transport = httpx.ASGITransport(app=router)
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8000") as client:
+            return await client.get("/health", headers=headers)
+
+    starting = asyncio.run(health())
+    assert starting.status_code == 503 and starting.json() == {"status": "starting", "worker": 1, "workers": 2}
+    assert asyncio.run(health(origin="https://evil.example")).status_code == 403  # checked before anything
+    up[0] = True
+    healthy = asyncio.run(health())
+    assert healthy.status_code == 200 and healthy.headers["x-omnienv-worker"] == "1"
+    assert healthy.json() == {
+        "status": "healthy",
+        "worker": 1,
+        "workers": 2,
+        "pid": os.getpid(),
+        "sessions": 0,
+        "max_sessions": 5,
+    }
+
+
+def test_a_port_another_multi_worker_server_holds_is_refused_not_shared() -> None:
+    with bind("127.0.0.1", 0) as first:
+        first.listen()
+        with pytest.raises(OSError) as refused:
+            bind("127.0.0.1", first.getsockname()[1]).close()
+    assert refused.value.errno == errno.EADDRINUSE
+
+
+# -- the command line ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--workers", "0"], "workers must be a whole number >= 1"),
+        (["--workers", "-2"], "workers must be a whole number >= 1"),
+        (["--workers", "3", "--max-sessions", "2"], "max_sessions (2) must be at least workers (3)"),
+        (["--workers", "2", "--nemo-gym"], "drop --ray or --nemo-gym"),
+    ],
+)
+def test_bad_worker_counts_are_refused_with_a_clear_error(options: list[str], message: str) -> None:
+    result = CliRunner().invoke(cli, ["serve", "wordle", *options])
+    assert result.exit_code == 2
+    assert message in " ".join(result.output.split()), result.output
+
+
+# -- processes ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def short_tmp() -> Iterator[Path]:
+    """A TMPDIR short enough for the workers' socket paths (pytest's own, under xdist, is not)."""
+    path = Path(tempfile.mkdtemp(prefix="ow-", dir="/tmp"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.mark.parametrize("lean", [False, True], ids=["omnienv serve", "python -m omnienv.app"])
+def test_sigterm_stops_every_worker_and_removes_the_private_sockets(short_tmp: Path, lean: bool) -> None:
+    tmp_path = short_tmp
+    with server(env={**os.environ, "TMPDIR": str(tmp_path)}, lean=lean) as srv:
+        pids = srv.workers().values()
+        assert [p.name for p in tmp_path.iterdir() if p.name.startswith("omnienv-workers-")]
+        srv.proc.send_signal(signal.SIGTERM)
+        assert srv.proc.wait(30) == 0
+        eventually(lambda: not any(alive(pid) for pid in pids), what="every worker gone")
+        assert not [p for p in tmp_path.iterdir() if p.name.startswith("omnienv-workers-")]
+
+
+def test_a_worker_that_dies_stops_the_server_with_an_error() -> None:
+    with server() as srv:
+        pids = srv.workers()
+        os.kill(pids[1], signal.SIGKILL)
+        assert srv.proc.wait(30) == 1
+        assert not alive(pids[0])
+        assert "omnienv-worker-1" in srv.log.read_text() and "SIGKILL" in srv.log.read_text()
+
+
+def test_no_worker_outlives_its_supervisor_or_its_process_group(short_tmp: Path) -> None:
+    tmp_path = short_tmp
+    with server(env={**os.environ, "TMPDIR": str(tmp_path)}) as srv:
+        pids = srv.workers().values()
+        os.kill(srv.proc.pid, signal.SIGKILL)  # the supervisor alone: its workers get the parent-death signal
+        srv.proc.wait(10)
+        eventually(lambda: not any(alive(pid) for pid in pids), timeout=30, what="the workers gone")
+        assert not [p for p in tmp_path.iterdir() if p.name.startswith("omnienv-workers-")]  # the last one out
+    with server(env={**os.environ, "TMPDIR": str(tmp_path)}) as srv:
+        pids = srv.workers().values()
+        os.killpg(srv.proc.pid, signal.SIGKILL)
+        srv.proc.wait(10)
+        eventually(lambda: not any(alive(pid) for pid in pids), what="the process group gone")
