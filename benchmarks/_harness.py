@@ -29,6 +29,7 @@ __all__ = [
     "OPENENV_PYTHON",
     "ROOT",
     "ServerProcess",
+    "cpu_ticks",
     "free_port",
     "percentile",
     "pin_self",
@@ -46,6 +47,12 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def cpu_ticks(pid: int) -> int:
+    """User plus system CPU time ``pid`` used so far, in clock ticks; OSError once it is gone."""
+    fields = Path(f"/proc/{pid}/stat").read_bytes().rpartition(b")")[2].split()
+    return int(fields[11]) + int(fields[12])
 
 
 def percentile(sorted_values: Sequence[float], q: float) -> float:
@@ -175,8 +182,7 @@ class ServerProcess:
 
     def cpu_s(self) -> float:
         """User plus system CPU seconds the server has used so far."""
-        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / CLK_TCK
+        return cpu_ticks(self.pid) / CLK_TCK
 
     def stop(self) -> None:
         proc = self.proc

@@ -14,8 +14,9 @@
   error (every session completes at least one step: its loop ends only after its step does). The
   ramp stops at the first failing level or at the cap.
 - **memory per session**: RSS and PSS summed over each session's own processes (read from
-  ``/proc``), and this process's own growth per session (its sockets, threads and buffers, and
-  its open files: past 1024 of them, anything still waiting with ``select`` fails).
+  ``/proc`` by ``benchmarks/_proc.py``), and this process's own growth per session (its sockets,
+  threads and buffers, and its open files: past 1024 of them, anything still waiting with
+  ``select`` fails).
   RSS counts shared pages (libraries, the Python image) once per process; PSS splits them among
   the processes that share them, so PSS is the honest cost of one more session.
 - **one verdict table**: measure | value | target | verdict (``benchmarks/_sandboxed_tables.py``).
@@ -26,17 +27,16 @@ Nothing here asserts on time: a benchmark reports, it never fails a build.
 from __future__ import annotations
 
 import asyncio
-import ctypes
 import os
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Protocol
 
 from rich.console import Console
 
 from benchmarks._harness import percentile
+from benchmarks._proc import cpu_s, host_cpu_s, machine_jiffies, memory_kb, trimmed_rss_kb
 
 __all__ = [
     "Level",
@@ -47,9 +47,7 @@ __all__ = [
     "Timing",
     "closed_loop",
     "describe_machine",
-    "leftovers",
     "levels_arg",
-    "memory_kb",
     "plan_levels",
     "ramp",
     "session_count",
@@ -57,7 +55,6 @@ __all__ = [
 ]
 
 Op = Callable[[], Awaitable[None]]
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
 class StepFailed(Exception):
@@ -66,82 +63,6 @@ class StepFailed(Exception):
 
 class Closeable(Protocol):
     async def close(self) -> None: ...
-
-
-# -- memory and CPU, from /proc ------------------------------------------------------------------
-
-
-def memory_kb(pids: Iterable[int]) -> tuple[int, int]:
-    """(RSS, PSS) in KiB summed over ``pids``; a process gone meanwhile counts nothing."""
-    rss = pss = 0
-    for pid in pids:
-        try:
-            text = Path(f"/proc/{pid}/smaps_rollup").read_text()
-        except OSError:
-            continue
-        for line in text.splitlines():
-            if line.startswith("Rss:"):
-                rss += int(line.split()[1])
-            elif line.startswith("Pss:"):
-                pss += int(line.split()[1])
-    return rss, pss
-
-
-def _machine_jiffies() -> tuple[int, int]:
-    """(busy, total) CPU time of the whole machine so far, in clock ticks."""
-    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
-    return sum(fields) - idle, sum(fields)
-
-
-def _cpu_s(pids: Iterable[int]) -> float:
-    """User plus system CPU seconds ``pids`` used so far (a process gone meanwhile counts nothing)."""
-    ticks = 0
-    for pid in pids:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_bytes().rpartition(b")")[2].split()
-        except OSError:
-            continue
-        ticks += int(fields[11]) + int(fields[12])
-    return ticks / CLK_TCK
-
-
-def _host_cpu_s() -> float:
-    """CPU seconds of this process and of its children that ended (a reference's subprocesses)."""
-    times = os.times()
-    return times.user + times.system + times.children_user + times.children_system
-
-
-def _trimmed_rss_kb() -> int:
-    """This process's RSS once glibc has given back the free memory it keeps.
-
-    Steps that run in many threads at once (a screenshot's 3 MB buffers on each display's X
-    thread) leave freed memory in glibc's heaps, which RSS still counts; ``malloc_trim`` returns
-    it, so the difference tells retained-but-free memory from memory in use. 0 without glibc.
-    """
-    try:
-        ctypes.CDLL(None).malloc_trim(0)
-    except (OSError, AttributeError):
-        return 0
-    return memory_kb([os.getpid()])[0]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_bytes().rpartition(b")")[2].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != b"Z"
-
-
-def leftovers(pids: Iterable[int], wait_s: float = 5.0) -> list[int]:
-    """Which of ``pids`` are still running after up to ``wait_s`` seconds (cleanup's proof)."""
-    deadline = time.monotonic() + wait_s
-    while True:
-        left = sorted(pid for pid in pids if _alive(pid))
-        if not left or time.monotonic() > deadline:
-            return left
-        time.sleep(0.05)
 
 
 # -- sessions and the closed loop ----------------------------------------------------------------
@@ -277,9 +198,9 @@ async def closed_loop(
     async def watch() -> None:
         await asyncio.sleep(max(0.0, opens - loop.time()))
         watched = pids()
-        busy0, total0, host0, sandboxes0 = *_machine_jiffies(), _host_cpu_s(), _cpu_s(watched)
+        busy0, total0, host0, sandboxes0 = *machine_jiffies(), host_cpu_s(), cpu_s(watched)
         await asyncio.sleep(max(0.0, closes - loop.time()))
-        busy1, total1, host1, sandboxes1 = *_machine_jiffies(), _host_cpu_s(), _cpu_s(watched)
+        busy1, total1, host1, sandboxes1 = *machine_jiffies(), host_cpu_s(), cpu_s(watched)
         level.machine_busy = (busy1 - busy0) / max(1, total1 - total0)
         level.host_cpu_s, level.sandbox_cpu_s = host1 - host0, sandboxes1 - sandboxes0
 
@@ -333,7 +254,7 @@ async def run_level(sessions: Sessions, n: int, warmup: float, duration: float, 
     level = await closed_loop([session.op for session in sessions.items], warmup, duration, deadline, sessions.all_pids)
     level.memory = memory_kb(pid for pids in sessions.pids() for pid in pids)
     level.host_kb = memory_kb([os.getpid()])[0]
-    level.host_trimmed_kb = _trimmed_rss_kb()
+    level.host_trimmed_kb = trimmed_rss_kb()
     level.host_fds = len(os.listdir("/proc/self/fd"))
     return level
 
@@ -388,7 +309,7 @@ async def ramp(
     closed after the last measured level.
     """
     found = Ramp()
-    _trimmed_rss_kb()  # what the benchmark's earlier parts freed does not count against the sessions
+    trimmed_rss_kb()  # what the benchmark's earlier parts freed does not count against the sessions
     for n in plan_levels(levels, cap):
         if n not in levels:  # a ramp level: checked briefly
             level = await run_level(sessions, n, min(timing.warmup, 1.0), timing.check_s, timing.deadline)
@@ -426,9 +347,9 @@ def session_count(n: int) -> str:
 
 def describe_machine() -> str:
     """The CPUs and how busy other work keeps them (sampled for a second): other load skews every number."""
-    busy0, total0 = _machine_jiffies()
+    busy0, total0 = machine_jiffies()
     time.sleep(1.0)
-    busy1, total1 = _machine_jiffies()
+    busy1, total1 = machine_jiffies()
     busy = (busy1 - busy0) / max(1, total1 - total0)
     return f"{os.cpu_count()} CPUs, {busy:.0%} busy with other work before the benchmark started"
 

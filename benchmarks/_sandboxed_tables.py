@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from benchmarks._sandboxed import Level, leftovers, session_count
+from benchmarks._proc import leftovers
+from benchmarks._sandboxed import Level, session_count
 
 __all__ = ["Verdicts", "add_cleanup_row", "add_ramp_rows", "levels_table"]
 

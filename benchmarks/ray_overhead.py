@@ -97,7 +97,7 @@ def measure_level(server: ServerProcess, sessions: int, duration: float, warmup:
 
 def pool_steps_per_s(envs: int, actors: int, duration: float) -> float:
     """Steps/s of an EnvPool of ``envs`` Wordle environments, each batch one step of every env."""
-    from benchmarks.ws_throughput import guess_words
+    from benchmarks._clients import guess_words
     from omnienv.core import ToolCall
     from omnienv.ray import EnvPool, connect, disconnect
 

@@ -33,6 +33,7 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks._clients import is_error, reset_frame
 from benchmarks._harness import ServerProcess, raise_fd_limit
 from benchmarks._servers import benchmark_server
 
@@ -40,7 +41,7 @@ __all__ = ["SessionsResult", "main"]
 
 RSS_TARGET_KB = 16.0
 STARTUP_TARGET_S = 0.3
-RESET = json.dumps({"type": "reset", "data": {"seed": 1}})
+RESET = reset_frame(1)
 
 
 def spec(name: str, max_sessions: int, idle_timeout: float) -> ServerProcess:
@@ -85,7 +86,7 @@ async def _open_sessions(url: str, count: int, deadline_s: float, deflate: bool)
             try:
                 await ws.send(RESET)
                 reply = await ws.recv()
-                if '"error"' in str(reply)[:40]:
+                if is_error(reply):
                     raise RuntimeError(str(reply)[:200])
                 return ws
             except Exception as exc:

@@ -2,7 +2,8 @@
 
 For each worker count (default 1, 2, 4... up to this machine's cores, ``--workers 1,2,4``
 to choose) one server runs (``omnienv serve wordle --workers N``), and ``--clients``
-client processes drive it, closed loop, so that the client is not what limits a big machine.
+client processes drive it, closed loop (``benchmarks/_clients.py``), so that the client is not
+what limits a big machine.
 Each session plays ``reset`` then five ``guess`` steps with valid words that are never the
 answer, again and again; steps are counted over ``--duration`` seconds after ``--warmup``.
 Three ways in, every one checked for routing:
@@ -37,9 +38,9 @@ import asyncio
 import json
 import multiprocessing
 import os
-import random
 import sys
 import time
+from collections.abc import Awaitable
 from dataclasses import asdict, dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -48,8 +49,10 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._harness import CLK_TCK, OMNIENV, ServerProcess, free_port, percentile, raise_fd_limit
-from benchmarks.ws_throughput import reset_frame, step_frames
+from benchmarks._clients import Counts, is_error, play, reset_frame, step_frames, ws_exchange
+from benchmarks._harness import OMNIENV, ServerProcess, free_port, percentile, raise_fd_limit
+from benchmarks._http1 import Http1, Pool
+from benchmarks._proc import tree_cpu_s
 
 __all__ = ["Level", "main"]
 
@@ -83,15 +86,15 @@ class Level:
 # -- the client processes -----------------------------------------------------------------------
 
 
-class Tally:
-    """What one client process saw: steps in the window, their latencies, and every reply's worker."""
+class Tally(Counts):
+    """What one client process saw: the loops' counts, and every reply's worker."""
 
     def __init__(self, workers: int) -> None:
         from omnienv.server.workers import WorkerPlace
 
+        super().__init__()
         self.rule = WorkerPlace(0, workers, "")
-        self.steps = self.errors = self.replies = self.forwarded = self.misrouted = 0
-        self.latencies: list[float] = []
+        self.replies = self.forwarded = self.misrouted = 0
         self.owners = [0] * workers
 
     def reply(self, session: str | None, served: str | None, via: str | None) -> None:
@@ -106,102 +109,34 @@ class Tally:
         return {k: v for k, v in vars(self).items() if k != "rule"}
 
 
-class Http1:
-    """A minimal HTTP/1.1 keep-alive connection (a Python HTTP library would be the bottleneck)."""
-
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, host: str) -> None:
-        self.reader, self.writer, self.host = reader, writer, host
-
-    @classmethod
-    async def open(cls, port: int) -> Http1:
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        return cls(reader, writer, f"127.0.0.1:{port}")
-
-    async def request(self, method: str, path: str, body: bytes = b"") -> tuple[int, dict[str, str], bytes]:
-        head = f"{method} {path} HTTP/1.1\r\nHost: {self.host}\r\nContent-Type: application/json\r\n"
-        self.writer.write(f"{head}Content-Length: {len(body)}\r\n\r\n".encode() + body)
-        lines = (await self.reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
-        status = int(lines[0].split()[1])
-        headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:] if line)}
-        if "content-length" in headers:
-            return status, headers, await self.reader.readexactly(int(headers["content-length"]))
-        chunks = []
-        while size := int((await self.reader.readline()).strip(), 16):
-            chunks.append(await self.reader.readexactly(size))
-            await self.reader.readline()
-        await self.reader.readline()
-        return status, headers, b"".join(chunks)
-
-
-async def _play_ws(ws: Any, session: str | None, index: int, tally: Tally, window: tuple[float, float]) -> None:
-    start, stop = window
-    steps = step_frames()
+def _play_ws(ws: Any, session: str | None, index: int, tally: Tally, window: tuple[float, float]) -> Awaitable[None]:
     served = ws.response.headers.get("x-omnienv-worker")  # every frame on a socket: its handshake's worker
     via = ws.response.headers.get("x-omnienv-via")
     tally.reply(session, served, via)
-    episode = 0
-    while True:
-        await ws.send(reset_frame(index * 100_003 + episode))
-        tally.errors += '"error"' in (await ws.recv())[:40]
+
+    def failed(reply: str | bytes) -> bool:
         tally.reply(session, served, via)
-        episode += 1
-        for frame in steps:
-            t0 = time.perf_counter()
-            await ws.send(frame)
-            reply = await ws.recv()
-            t1 = time.perf_counter()
-            tally.reply(session, served, via)
-            tally.errors += '"error"' in reply[:40]
-            if t0 >= start and t1 <= stop:
-                tally.steps += 1
-                tally.latencies.append(t1 - t0)
-            if t1 > stop:
-                return
+        return is_error(reply)
+
+    return play(ws_exchange(ws), failed, reset_frame, step_frames(), index, window, tally)
 
 
-class Pool:
-    """Keep-alive connections shared by many sessions; each request takes a free one at random, as
-    an HTTP client's pool does (a FIFO queue would tie each session to one connection by rhythm)."""
+def _play_http(pool: Pool, session: str, index: int, tally: Tally, window: tuple[float, float]) -> Awaitable[None]:
+    path = f"/sessions/{session}"
+    steps = [(f"{path}/step", json.dumps(json.loads(frame)["data"]).encode()) for frame in step_frames()]
 
-    def __init__(self, connections: list[Http1]) -> None:
-        self.connections = connections
-        self.locks = [asyncio.Lock() for _ in connections]
+    def reset(seed: int) -> tuple[str, bytes]:
+        return f"{path}/reset", json.dumps({"seed": seed}).encode()
 
-    async def request(self, method: str, path: str, body: bytes = b"") -> tuple[int, dict[str, str], bytes]:
-        order = random.sample(range(len(self.connections)), len(self.connections))
-        pick = next((i for i in order if not self.locks[i].locked()), order[0])
-        async with self.locks[pick]:
-            return await self.connections[pick].request(method, path, body)
+    async def exchange(request: tuple[str, bytes]) -> tuple[int, dict[str, str], bytes]:
+        return await pool.request("POST", *request)  # any free connection of the pool
 
-    def close(self) -> None:
-        for connection in self.connections:
-            connection.writer.close()
-
-
-async def _play_http(pool: Pool, session: str, index: int, tally: Tally, window: tuple[float, float]) -> None:
-    start, stop = window
-    steps = [json.loads(frame)["data"] for frame in step_frames()]
-    bodies = [json.dumps(step).encode() for step in steps]
-
-    async def call(path: str, body: bytes) -> float:
-        t0 = time.perf_counter()
-        status, headers, _ = await pool.request("POST", path, body)  # any free connection of the pool
-        tally.errors += status != 200
+    def failed(reply: tuple[int, dict[str, str], bytes]) -> bool:
+        status, headers, _ = reply
         tally.reply(session, headers.get("x-omnienv-worker"), headers.get("x-omnienv-via"))
-        return t0
+        return status != 200
 
-    episode = 0
-    while True:
-        await call(f"/sessions/{session}/reset", json.dumps({"seed": index * 100_003 + episode}).encode())
-        episode += 1
-        for body in bodies:
-            t0 = await call(f"/sessions/{session}/step", body)
-            t1 = time.perf_counter()
-            if t0 >= start and t1 <= stop:
-                tally.steps += 1
-                tally.latencies.append(t1 - t0)
-            if t1 > stop:
-                return
+    return play(exchange, failed, reset, steps, index, window, tally)
 
 
 async def _client(
@@ -268,21 +203,6 @@ def client_main(conn: Connection, port: int, transport: str, sessions: int, firs
 # -- one level ------------------------------------------------------------------------------------
 
 
-def server_cpu_s(pid: int) -> float:
-    """CPU seconds of the server: the supervisor and every process under it."""
-    total, todo = 0.0, [pid]
-    while todo:
-        current = todo.pop()
-        try:
-            fields = Path(f"/proc/{current}/stat").read_text().rsplit(")", 1)[1].split()
-            total += (int(fields[11]) + int(fields[12])) / CLK_TCK
-            children = Path(f"/proc/{current}/task/{current}/children").read_text().split()
-        except (FileNotFoundError, ProcessLookupError):
-            continue
-        todo.extend(int(child) for child in children)
-    return total
-
-
 def run_level(transport: str, workers: int, sessions: int, clients: int, duration: float, warmup: float) -> Level:
     port = free_port()
     command = [OMNIENV, "serve", "wordle", "--port", str(port), "--workers", str(workers), "--no-ui"]
@@ -310,9 +230,9 @@ def run_level(transport: str, workers: int, sessions: int, clients: int, duratio
             for pipe in pipes:
                 pipe.send((start, stop))
             time.sleep(max(0.0, start - time.perf_counter()))  # the measured window's edges, not a wait for readiness
-            cpu0 = server_cpu_s(server.pid)
+            cpu0 = tree_cpu_s(server.pid)
             time.sleep(max(0.0, stop - time.perf_counter()))
-            level.server_cpu_s = server_cpu_s(server.pid) - cpu0
+            level.server_cpu_s = tree_cpu_s(server.pid) - cpu0
             tallies = [pipe.recv() for pipe in pipes]
         finally:
             for process in processes:

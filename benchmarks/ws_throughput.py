@@ -22,9 +22,10 @@ pinned; the log's first line says which CPUs were used):
   the socket) is the same.
 
 One asyncio client process (this one, ``websockets`` library) drives every server with the same
-OpenEnv frames: per session, closed loop, ``reset`` then five ``call_tool guess`` steps with valid
-words that are never an answer, again and again. Sessions are opened first; steps are counted over
-``--duration`` seconds after ``--warmup``. Step latency is send-to-reply of each ``guess``.
+OpenEnv frames (the loop of ``benchmarks/_clients.py``): per session, closed loop, ``reset`` then
+five ``call_tool guess`` steps with valid words that are never an answer, again and again.
+Sessions are opened first; steps are counted over ``--duration`` seconds after ``--warmup``. Step
+latency is send-to-reply of each ``guess``.
 
 Targets: at 64 sessions omnienv >= 4x OpenEnv's steps/s, >= 0.8x echo's, and server CPU per step
 <= 1.3x echo's; single-session step latency p50 and p99 <= 0.4x OpenEnv's. Ratios are printed
@@ -54,40 +55,16 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._harness import ROOT, ServerProcess, percentile, pin_self, server_and_client_cpus
+from benchmarks._clients import Counts, is_error, play, reset_frame, step_frames, ws_exchange
+from benchmarks._harness import ServerProcess, percentile, pin_self, server_and_client_cpus
 from benchmarks._servers import SERVERS, benchmark_server
 
 __all__ = ["LevelResult", "main"]
 
 SERVER_CPU, CLIENT_CPU = server_and_client_cpus()
-GUESSES_PER_EPISODE = 5
 TARGETS = {"openenv": 4.0, "echo": 0.8, "echo_cpu": 1.3, "latency": 0.4}
 """At the highest level: steps/s >= 4x OpenEnv's and >= 0.8x echo's, server CPU per step <= 1.3x
 echo's; at the lowest, step latency p50 and p99 <= 0.4x OpenEnv's."""
-
-
-def guess_words() -> list[str]:
-    """Valid guesses that are no answer in any split, so no episode ends early on either server."""
-    words = ROOT / "omnienv" / "envs" / "wordle" / "words"
-    answers = {w for split in ("train", "test") for w in (words / f"{split}.txt").read_text().split()}
-    pool = [w for w in (words / "guesses.txt").read_text().split() if w not in answers]
-    picked = pool[:: max(1, len(pool) // GUESSES_PER_EPISODE)][:GUESSES_PER_EPISODE]
-    if len(picked) < GUESSES_PER_EPISODE:
-        raise RuntimeError(f"only {len(picked)} valid non-answer words in {words}")
-    return picked
-
-
-def reset_frame(seed: int) -> str:
-    return json.dumps({"type": "reset", "data": {"seed": seed}})
-
-
-def step_frames(server: str = "omnienv") -> list[str]:
-    """Five Wordle guesses; for ``omnienv-echo``, the same words sent to its ``echo`` tool."""
-    tool, argument = ("echo", "message") if server == "omnienv-echo" else ("guess", "word")
-    return [
-        json.dumps({"type": "step", "data": {"type": "call_tool", "tool_name": tool, "arguments": {argument: w}}})
-        for w in guess_words()
-    ]
 
 
 # -- the client --------------------------------------------------------------------------------
@@ -113,36 +90,6 @@ class LevelResult:
         return self.server_cpu / self.steps_per_s * 1e6 if self.steps_per_s else float("nan")
 
 
-def _is_error(reply: str | bytes) -> bool:
-    head = reply[:40] if isinstance(reply, str) else reply[:40].decode(errors="replace")
-    return '"error"' in head
-
-
-async def _drive(
-    ws: Any, index: int, steps: list[str], start: float, stop: float, latencies: list[float], counts: list[int]
-) -> None:
-    episode = 0
-    while True:
-        await ws.send(reset_frame(index * 100_003 + episode))
-        if _is_error(await ws.recv()):
-            counts[1] += 1
-        if time.perf_counter() > stop:
-            return
-        episode += 1
-        for frame in steps:
-            t0 = time.perf_counter()
-            await ws.send(frame)
-            reply = await ws.recv()
-            t1 = time.perf_counter()
-            if _is_error(reply):
-                counts[1] += 1
-            if t0 >= start and t1 <= stop:
-                latencies.append(t1 - t0)
-                counts[0] += 1
-            if t1 > stop:
-                return
-
-
 async def run_level(server: ServerProcess, sessions: int, duration: float, warmup: float) -> LevelResult:
     from websockets.asyncio.client import connect
 
@@ -154,8 +101,7 @@ async def run_level(server: ServerProcess, sessions: int, duration: float, warmu
 
     conns = await asyncio.gather(*(open_one() for _ in range(sessions)))
     compression = conns[0].response.headers.get("Sec-WebSocket-Extensions", "none") or "none"
-    latencies: list[float] = []
-    counts = [0, 0]  # steps measured, error frames seen
+    counts = Counts()
     steps = step_frames(server.name)
     try:
         start = time.perf_counter() + warmup
@@ -163,7 +109,12 @@ async def run_level(server: ServerProcess, sessions: int, duration: float, warmu
         cpu0 = server.cpu_s()
         client0 = resource.getrusage(resource.RUSAGE_SELF)
         await asyncio.wait_for(
-            asyncio.gather(*(_drive(ws, i, steps, start, stop, latencies, counts) for i, ws in enumerate(conns))),
+            asyncio.gather(
+                *(
+                    play(ws_exchange(ws), is_error, reset_frame, steps, i, (start, stop), counts)
+                    for i, ws in enumerate(conns)
+                )
+            ),
             timeout=warmup + duration + 60,
         )
         client1 = resource.getrusage(resource.RUSAGE_SELF)
@@ -173,16 +124,16 @@ async def run_level(server: ServerProcess, sessions: int, duration: float, warmu
         rss_mb = server.rss_kb() / 1024
     finally:
         await asyncio.gather(*(ws.close() for ws in conns), return_exceptions=True)
-    latencies.sort()
+    latencies = sorted(counts.latencies)
     p50, p99 = percentile(latencies, 50) * 1e3, percentile(latencies, 99) * 1e3
     return LevelResult(
         server.name,
         sessions,
-        counts[0],
-        counts[0] / duration,
+        counts.steps,
+        counts.steps / duration,
         p50,
         p99,
-        counts[1],
+        counts.errors,
         server_cpu,
         client_cpu,
         rss_mb,
