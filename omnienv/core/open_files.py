@@ -13,7 +13,10 @@ programs a sandbox runs keep a limit of their own (``prlimit --nofile``).
 from __future__ import annotations
 
 import contextlib
-import resource
+import sys
+
+if sys.platform != "win32":  # Windows has no such limit; the client and the contract run there too
+    import resource
 
 __all__ = ["UNLIMITED_ROOM", "make_room_for_files"]
 
@@ -31,6 +34,8 @@ def make_room_for_files(wanted: int = 0) -> int:
     where the system refuses that (macOS caps the soft limit at OPEN_MAX), for ``wanted``, then
     for OPEN_MAX. A soft limit already as high is left as it is.
     """
+    if sys.platform == "win32":
+        return wanted
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft == resource.RLIM_INFINITY:
         return soft
