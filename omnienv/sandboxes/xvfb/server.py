@@ -11,8 +11,9 @@
   IPC namespace) to attach any System V segment by id, and the server checks the client's
   credentials, which for a sandboxed client are the host uid bwrap mapped it to (root). Captures
   go over the socket instead (about a millisecond more). ``-extension GLX``: no GL in the server.
-- Its address space and open files are capped (``prlimit``), and the display joins it to the session's cgroup: what
-  the agent's clients make the server allocate or compute counts against the session's limits.
+- Its address space and open files are capped (``prlimit``), and the display joins it to the
+  session's cgroup: what the agent's clients make the server allocate or compute counts against
+  the session's limits.
 - A watchdog process per display kills the server and deletes the session's files if the Python
   process that owns it dies without closing it.
 """
