@@ -8,9 +8,9 @@ of the server rather than on ours. A scenario that raises prints ``{"error": ...
 script goes on with the next one. ``from_docker_image`` and ``from_env`` are left out: they start a
 Docker container or a Hugging Face Space, not a client of a running server.
 
-The typed client below is written the way an environment author writes one against OpenEnv's public
-API (``EnvClient`` subclass, OpenEnv's MCP action/observation models), so shape drift that
-``GenericEnvClient``'s plain dicts would tolerate still shows up here.
+The typed client (``wordle_typed.py``, beside this script) is written the way an environment author
+writes one against OpenEnv's public API, so shape drift that ``GenericEnvClient``'s plain dicts would
+tolerate still shows up here.
 """
 
 from __future__ import annotations
@@ -22,175 +22,53 @@ import time
 import traceback
 from typing import Any
 
-from openenv.core import EnvClient, GenericAction, GenericEnvClient, MCPToolClient
-from openenv.core.client_types import StepResult
-from openenv.core.env_server import (
-    CallToolAction,
-    CallToolObservation,
-    ListToolsAction,
-    ListToolsObservation,
-    Observation,
-    State,
-    Tool,
-    ToolError,
+from openenv.core import GenericAction, GenericEnvClient, MCPToolClient
+from openenv.core.env_server import CallToolAction
+from wordle_typed import (  # beside this script, on its path
+    WordleEnv,
+    guess_action,
+    list_tools_action,
+    prompt_text,
+    record,
+    state_dict,
+    tool_names,
 )
-from pydantic import Field
-
-
-class WordlePrompt(Observation):
-    """The observation after reset: the prompt text."""
-
-    prompt: str = ""
-
-
-class WordleState(State):
-    guesses: list[str] = Field(default_factory=list)
-
-
-class WordleEnv(EnvClient[CallToolAction | ListToolsAction, Observation, WordleState]):
-    """A typed OpenEnv client for a Wordle server speaking OpenEnv's MCP actions over /ws."""
-
-    def _step_payload(self, action: CallToolAction | ListToolsAction) -> dict[str, Any]:
-        if isinstance(action, ListToolsAction):
-            return {"type": "list_tools"}
-        return {"type": "call_tool", "tool_name": action.tool_name, "arguments": action.arguments}
-
-    def _parse_result(self, payload: dict[str, Any]) -> StepResult[Observation]:
-        obs = payload["observation"]
-        common = {"done": payload["done"], "reward": payload["reward"], "metadata": obs.get("metadata", {})}
-        observation: Observation
-        if "tools" in obs:
-            tools = [
-                Tool(
-                    name=t["name"],
-                    description=t.get("description", ""),
-                    input_schema=t.get("input_schema", t.get("inputSchema", {})),
-                )
-                for t in obs["tools"]
-            ]
-            observation = ListToolsObservation(tools=tools, **common)
-        elif "tool_name" in obs:
-            error = ToolError(**obs["error"]) if obs.get("error") else None
-            observation = CallToolObservation(
-                tool_name=obs["tool_name"], result=obs.get("result"), error=error, **common
-            )
-        else:
-            observation = WordlePrompt(prompt=_prompt_text(obs), **common)
-        return StepResult(
-            observation=observation,
-            reward=payload.get("reward"),
-            done=payload.get("done", False),
-            metadata=payload.get("metadata"),
-        )
-
-    def _parse_state(self, payload: dict[str, Any]) -> WordleState:
-        return WordleState(
-            episode_id=payload.get("episode_id"),
-            step_count=payload.get("step_count", 0),
-            guesses=payload.get("guesses", []),
-        )
-
-
-def _prompt_text(obs: dict[str, Any]) -> str:
-    """The reset text wherever a server puts it: a ``prompt`` field, text blocks, or a result."""
-    if isinstance(obs.get("prompt"), str):
-        return obs["prompt"]
-    return _text(obs) or json.dumps(obs, ensure_ascii=False)
-
-
-def _text(obs: Any) -> str:
-    """Text of an MCP-shaped observation: ``result.content[*].text`` (or the error message)."""
-    if hasattr(obs, "model_dump"):
-        obs = obs.model_dump()
-    result = obs.get("result")
-    if isinstance(result, dict):
-        texts = [b.get("text", "") for b in result.get("content") or [] if b.get("type") == "text"]
-        if texts:
-            return "\n".join(texts)
-        if isinstance(result.get("data"), str):
-            return result["data"]
-    content = obs.get("content")
-    if isinstance(content, list):
-        return "\n".join(b.get("text", "") for b in content if isinstance(b, dict))
-    error = obs.get("error")
-    if isinstance(error, dict):
-        return str(error.get("message", ""))
-    return ""
-
-
-def _is_error(obs: Any) -> bool:
-    if hasattr(obs, "model_dump"):
-        obs = obs.model_dump()
-    result = obs.get("result")
-    return bool(obs.get("error")) or (isinstance(result, dict) and bool(result.get("is_error")))
-
-
-def _tool_names(obs: Any) -> list[str]:
-    if hasattr(obs, "tools"):
-        return [t.name for t in obs.tools]
-    return [t["name"] for t in obs.get("tools", [])]
-
-
-def _state_dict(state: Any) -> dict[str, Any]:
-    return state.model_dump() if hasattr(state, "model_dump") else dict(state)
-
-
-def _guess(word: str, typed: bool) -> Any:
-    if typed:
-        return CallToolAction(tool_name="guess", arguments={"word": word})
-    return {"type": "call_tool", "tool_name": "guess", "arguments": {"word": word}}
-
-
-def _list_tools(typed: bool) -> Any:
-    return ListToolsAction() if typed else {"type": "list_tools"}
-
-
-def _record(name: str, value: Any) -> dict[str, Any]:
-    obs = value.observation
-    return {
-        "name": name,
-        "observation_type": type(obs).__name__,
-        "text": _text(obs),
-        "is_error": _is_error(obs),
-        "reward": value.reward,
-        "done": value.done,
-    }
 
 
 def play_sync(env: Any, task_id: str, wrong: str, answer: str, typed: bool) -> dict[str, Any]:
     """One whole game in sync code: reset, list tools, a wrong guess, history, the answer, state."""
     out: dict[str, Any] = {}
     reset = env.reset(task_id=task_id)
-    out["prompt"] = reset.observation.prompt if typed else _prompt_text(reset.observation)
+    out["prompt"] = reset.observation.prompt if typed else prompt_text(reset.observation)
     out["reset_done"] = reset.done
-    out["tools"] = _tool_names(env.step(_list_tools(typed)).observation)
-    out["steps"] = [_record("wrong", env.step(_guess(wrong, typed)))]
+    out["tools"] = tool_names(env.step(list_tools_action(typed)).observation)
+    out["steps"] = [record("wrong", env.step(guess_action(wrong, typed)))]
     history = (
         CallToolAction(tool_name="get_history", arguments={})
         if typed
         else {"type": "call_tool", "tool_name": "get_history", "arguments": {}}
     )
-    out["steps"].append(_record("history", env.step(history)))
-    out["steps"].append(_record("answer", env.step(_guess(answer, typed))))
-    out["state"] = _state_dict(env.state())
+    out["steps"].append(record("history", env.step(history)))
+    out["steps"].append(record("answer", env.step(guess_action(answer, typed))))
+    out["state"] = state_dict(env.state())
     return out
 
 
 async def play_async(env: Any, task_id: str, wrong: str, answer: str, typed: bool) -> dict[str, Any]:
     out: dict[str, Any] = {}
     reset = await env.reset(task_id=task_id)
-    out["prompt"] = reset.observation.prompt if typed else _prompt_text(reset.observation)
+    out["prompt"] = reset.observation.prompt if typed else prompt_text(reset.observation)
     out["reset_done"] = reset.done
-    out["tools"] = _tool_names((await env.step(_list_tools(typed))).observation)
-    out["steps"] = [_record("wrong", await env.step(_guess(wrong, typed)))]
+    out["tools"] = tool_names((await env.step(list_tools_action(typed))).observation)
+    out["steps"] = [record("wrong", await env.step(guess_action(wrong, typed)))]
     history = (
         CallToolAction(tool_name="get_history", arguments={})
         if typed
         else {"type": "call_tool", "tool_name": "get_history", "arguments": {}}
     )
-    out["steps"].append(_record("history", await env.step(history)))
-    out["steps"].append(_record("answer", await env.step(_guess(answer, typed))))
-    out["state"] = _state_dict(await env.state())
+    out["steps"].append(record("history", await env.step(history)))
+    out["steps"].append(record("answer", await env.step(guess_action(answer, typed))))
+    out["state"] = state_dict(await env.state())
     return out
 
 
@@ -237,22 +115,22 @@ def lifecycle_sync(url: str, task_id: str, wrong: str, answer: str) -> dict[str,
         out["base_url"] = env.base_url
         env.reset(task_id=task_id)
         action = GenericAction(type="call_tool", tool_name="guess", arguments={"word": wrong})
-        out["first"] = _record("wrong", env.step(action))
-        out["before"] = _state_dict(env.state())
+        out["first"] = record("wrong", env.step(action))
+        out["before"] = state_dict(env.state())
         env.disconnect()
         env.connect()  # a new socket is a new session: the old episode is gone
         env.reset(task_id=task_id)
-        out["reconnected"] = _record("answer", env.step(_guess(answer, False)))
-        out["after"] = _state_dict(env.state())
+        out["reconnected"] = record("answer", env.step(guess_action(answer, False)))
+        out["after"] = state_dict(env.state())
     with GenericEnvClient(base_url=url).sync() as parent:
         out["async_client"] = type(parent.async_client).__name__
         parent.reset(task_id=task_id)
         child = parent.new_session()
         child.reset(task_id=task_id)
-        child.step(_guess(wrong, False))
-        out["parent_win"] = _record("answer", parent.step(_guess(answer, False)))
-        out["parent_state"] = _state_dict(parent.state())
-        out["child_state"] = _state_dict(child.state())
+        child.step(guess_action(wrong, False))
+        out["parent_win"] = record("answer", parent.step(guess_action(answer, False)))
+        out["parent_state"] = state_dict(parent.state())
+        out["child_state"] = state_dict(child.state())
     return out
 
 
@@ -268,14 +146,14 @@ def lifecycle_async(url: str, task_id: str, wrong: str, answer: str) -> dict[str
             await parent.reset(task_id=task_id)
             child = await parent.new_session()
             await child.reset(task_id=task_id)
-            await child.step(_guess(wrong, False))
-            out["parent_win"] = _record("answer", await parent.step(_guess(answer, False)))
-            out["parent_state"] = _state_dict(await parent.state())
-            out["child_state"] = _state_dict(await child.state())
+            await child.step(guess_action(wrong, False))
+            out["parent_win"] = record("answer", await parent.step(guess_action(answer, False)))
+            out["parent_state"] = state_dict(await parent.state())
+            out["child_state"] = state_dict(await child.state())
             await parent.disconnect()
             await parent.connect()
             await parent.reset(task_id=task_id)
-            out["after_reconnect"] = _state_dict(await parent.state())
+            out["after_reconnect"] = state_dict(await parent.state())
         finally:
             await parent.close()  # closes the child too
         return out
@@ -298,9 +176,9 @@ def mcp_tool_client(url: str, task_id: str, wrong: str, answer: str) -> dict[str
             out["missing_tool"] = await env.get_tool("teleport")
             out["has"] = [await env.has_tool("get_history"), await env.has_tool("teleport")]
             out["first"] = str(await env.call_tool("guess", word=wrong))
-            out["history"] = _record("history", await env.step(CallToolAction(tool_name="get_history", arguments={})))
+            out["history"] = record("history", await env.step(CallToolAction(tool_name="get_history", arguments={})))
             out["last"] = str(await env.call_tool("guess", word=answer))
-            out["state"] = _state_dict(await env.state())
+            out["state"] = state_dict(await env.state())
         return out
 
     return asyncio.run(run())
@@ -315,7 +193,7 @@ def mcp_tool_client_sync(url: str, task_id: str, wrong: str, answer: str) -> dic
         out["has"] = [env.has_tool("guess"), env.has_tool("teleport")]
         out["first"] = str(env.call_tool("guess", word=wrong))
         out["last"] = str(env.call_tool("guess", word=answer))
-        out["state"] = _state_dict(env.state())
+        out["state"] = state_dict(env.state())
     return out
 
 
@@ -324,7 +202,7 @@ def crash(url: str, task_id: str, wrong: str, answer: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     with GenericEnvClient(base_url=url).sync() as env:
         env.reset(task_id=task_id)
-        result = env.step(_guess(wrong, False))
+        result = env.step(guess_action(wrong, False))
         observation = result.observation
         out["generic"] = {
             "reward": result.reward,
@@ -333,7 +211,7 @@ def crash(url: str, task_id: str, wrong: str, answer: str) -> dict[str, Any]:
             "observation_metadata": observation.get("metadata"),
             "error": observation.get("error"),
         }
-        out["after"] = _server_error(lambda: env.step(_guess(answer, False)))
+        out["after"] = _server_error(lambda: env.step(guess_action(answer, False)))
 
     async def typed() -> dict[str, Any]:
         async with MCPToolClient(base_url=url) as env:
@@ -373,10 +251,10 @@ def validation(url: str, task_id: str, wrong: str, answer: str) -> dict[str, Any
             lambda: env.step({"type": "call_tool", "tool_name": "guess", "arguments": "crane"})
         )
         bad_type = env.step({"type": "call_tool", "tool_name": "guess", "arguments": {"word": 12345}})
-        out["wrong_argument_type"] = _record("wrong_argument_type", bad_type)
+        out["wrong_argument_type"] = record("wrong_argument_type", bad_type)
         unknown = env.step({"type": "call_tool", "tool_name": "teleport", "arguments": {}})
-        out["unknown_tool"] = _record("unknown_tool", unknown)
-        out["after"] = _record("answer", env.step(_guess(answer, False)))
+        out["unknown_tool"] = record("unknown_tool", unknown)
+        out["after"] = record("answer", env.step(guess_action(answer, False)))
     return out
 
 
@@ -391,7 +269,7 @@ def capacity(url: str, task_id: str, wrong: str, answer: str) -> dict[str, Any]:
             out["second_refused"] = _server_error(lambda: second.reset(task_id=task_id))
         finally:
             second.close()
-        out["first_still_plays"] = _record("answer", first.step(_guess(answer, False)))
+        out["first_still_plays"] = record("answer", first.step(guess_action(answer, False)))
     # The slot is released when the first socket closes: poll with a deadline rather than sleep blindly.
     deadline = time.monotonic() + 5.0
     while True:
