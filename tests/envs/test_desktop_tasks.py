@@ -29,7 +29,7 @@ from omnienv.envs.desktop.checks import (
     is_directory,
     selected_in,
 )
-from omnienv.envs.desktop.player import SCRIPTS, DesktopScripted
+from omnienv.envs.desktop.player import SCRIPTS, DesktopScripted, in_cell
 from omnienv.envs.desktop.tasks import find_task
 from omnienv.envs.desktop.workbook import XML_LIMIT, cell_is, cell_position, parse_workbook, workbook_xml
 from omnienv.sandboxes.desktop import DesktopSession, Window
@@ -45,15 +45,6 @@ pytestmark = pytest.mark.skipif(
 
 def run(command: str) -> ToolCall:
     return ToolCall("run_command", {"command": command})
-
-
-def cell(ref: str, text: str) -> list[ToolCall]:
-    """Type ``text`` into a spreadsheet cell, as the player does."""
-    return [
-        ToolCall("left_click", {"coordinate": [130, 211]}),
-        ToolCall("key", {"keys": "ctrl+a"}),
-        ToolCall("type", {"text": f"{ref}\n{text}\n"}),
-    ]
 
 
 SAVE = [ToolCall("key", {"keys": "ctrl+s"}), ToolCall("wait", {"duration": 0.5})]
@@ -156,11 +147,11 @@ ATTEMPTS: dict[str, Attempt] = {
         [run("echo 7 > /tmp/s.csv && ssconvert /tmp/s.csv ~/scores.gnumeric 2>/dev/null")],
         forged_workbook("scores.gnumeric", "A1", 7),
     ),
-    "train/spreadsheet-sum": Attempt([*cell("B7", "1380"), *SAVE], cell_is("budget.gnumeric", "B7", 1380)),
-    "train/spreadsheet-fix-value": Attempt(cell("B3", "17")),
-    "test/spreadsheet-max": Attempt([*cell("D1", "77"), *SAVE], cell_is("scores.gnumeric", "D1", 77)),
-    "test/spreadsheet-rename-sheet": Attempt(cell("A1", "Summary")),
-    "test/spreadsheet-product": Attempt([*cell("C2", "10"), *SAVE], cell_is("prices.gnumeric", "C2", 10)),
+    "train/spreadsheet-sum": Attempt([*in_cell("B7", "1380"), *SAVE], cell_is("budget.gnumeric", "B7", 1380)),
+    "train/spreadsheet-fix-value": Attempt(in_cell("B3", "17")),
+    "test/spreadsheet-max": Attempt([*in_cell("D1", "77"), *SAVE], cell_is("scores.gnumeric", "D1", 77)),
+    "test/spreadsheet-rename-sheet": Attempt(in_cell("A1", "Summary")),
+    "test/spreadsheet-product": Attempt([*in_cell("C2", "10"), *SAVE], cell_is("prices.gnumeric", "C2", 10)),
     # the file manager: the shell doing it (in the session's home: not the file manager's)
     "train/files-new-folder": Attempt([run("mkdir ~/Photos")], is_directory("Photos")),
     "train/files-rename": Attempt(

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from omnienv.core import ToolCall
 from omnienv.envs.desktop.tasks import DESKTOP_TASKS
+from omnienv.envs.desktop.workbook import cell_position
 from omnienv.rollout.trajectory import Episode
 
-__all__ = ["SCRIPTS", "DesktopScripted"]
+__all__ = ["SCRIPTS", "DesktopScripted", "cell_centre", "in_cell"]
 
 # the terminal: xterm at +10+10 (6x13 cells from (13, 32))
 TERMINAL = (250, 180)
@@ -30,8 +31,9 @@ CLOCK_CLOSE = (740, 459)
 CLOCK_TITLE = (650, 459)
 # the calculator: xcalc at +40+400; a click on its display selects the number shown
 CALCULATOR_DISPLAY = (160, 450)
-# the spreadsheet: Gnumeric at +50+40
-NAME_BOX = (130, 211)
+# the spreadsheet: Gnumeric at +50+40, scrolled to A1, its cells 81 x 18 px from (107, 251)
+FIRST_CELL = (107, 251)
+CELL_SIZE = (81, 18)
 SHEET_TAB = (97, 654)
 SHEET_MENU_RENAME = (158, 563)
 # the file manager: PCManFM placed at (200, 100), a list sorted by name, folders first
@@ -67,14 +69,21 @@ def _on_calculator(keys: str) -> list[ToolCall]:
     ]
 
 
-def _in_cell(ref: str, text: str) -> list[ToolCall]:
-    """Go to ``ref`` through the name box, then type ``text`` there (Tab moves one cell right)."""
-    return [
-        _call("left_click", coordinate=NAME_BOX),
-        _call("key", keys="ctrl+a"),
-        _call("type", text=f"{ref}\n"),
-        _call("type", text=f"{text}\n"),
-    ]
+def cell_centre(ref: str) -> tuple[int, int]:
+    """Where cell ``ref`` (say "B3") shows on the screen, in pixels."""
+    row, column = cell_position(ref)
+    width, height = CELL_SIZE
+    return FIRST_CELL[0] + column * width + width // 2, FIRST_CELL[1] + row * height + height // 2
+
+
+def in_cell(ref: str, text: str) -> list[ToolCall]:
+    """Click cell ``ref``, then type ``text`` there (Tab moves one cell right).
+
+    A click, not the name box: Gnumeric sometimes leaves the keyboard in the name box after it
+    jumps, and then the text typed next reads as a name it refuses, in a dialog that takes every
+    later key.
+    """
+    return [_call("left_click", coordinate=cell_centre(ref)), _call("type", text=f"{text}\n")]
 
 
 def _save() -> list[ToolCall]:
@@ -160,11 +169,11 @@ SCRIPTS: dict[str, list[ToolCall]] = {
         *_editor_save(),
     ],
     # the spreadsheet
-    "train/spreadsheet-number": [_LOOK, *_in_cell("A1", "42"), *_save_as("answer.gnumeric")],
-    "train/spreadsheet-headers": [_LOOK, *_in_cell("A1", "Name\tScore"), *_save_as("scores.gnumeric")],
-    "train/spreadsheet-sum": [_LOOK, *_in_cell("B7", "=sum(B2:B6)"), *_save()],
-    "train/spreadsheet-fix-value": [_LOOK, *_in_cell("B3", "17"), *_save()],
-    "test/spreadsheet-max": [_LOOK, *_in_cell("D1", "=max(B2:B6)"), *_save()],
+    "train/spreadsheet-number": [_LOOK, *in_cell("A1", "42"), *_save_as("answer.gnumeric")],
+    "train/spreadsheet-headers": [_LOOK, *in_cell("A1", "Name\tScore"), *_save_as("scores.gnumeric")],
+    "train/spreadsheet-sum": [_LOOK, *in_cell("B7", "=sum(B2:B6)"), *_save()],
+    "train/spreadsheet-fix-value": [_LOOK, *in_cell("B3", "17"), *_save()],
+    "test/spreadsheet-max": [_LOOK, *in_cell("D1", "=max(B2:B6)"), *_save()],
     "test/spreadsheet-rename-sheet": [
         _LOOK,
         _call("right_click", coordinate=SHEET_TAB),
@@ -174,7 +183,7 @@ SCRIPTS: dict[str, list[ToolCall]] = {
         _wait(0.3),
         *_save(),
     ],
-    "test/spreadsheet-product": [_LOOK, *_in_cell("C2", "=A2*B2"), *_save()],
+    "test/spreadsheet-product": [_LOOK, *in_cell("C2", "=A2*B2"), *_save()],
     # the file manager
     "train/files-new-folder": [
         _LOOK,
