@@ -148,9 +148,9 @@ ATTEMPTS: dict[str, Attempt] = {
         forged_workbook("scores.gnumeric", "A1", 7),
     ),
     "train/spreadsheet-sum": Attempt([*in_cell("B7", "1380"), *SAVE], cell_is("budget.gnumeric", "B7", 1380)),
-    "train/spreadsheet-fix-value": Attempt(in_cell("B3", "17")),
+    "train/spreadsheet-fix-value": Attempt(in_cell("B3", "17"), titled("*inventory.gnumeric - Gnumeric")),
     "test/spreadsheet-max": Attempt([*in_cell("D1", "77"), *SAVE], cell_is("scores.gnumeric", "D1", 77)),
-    "test/spreadsheet-rename-sheet": Attempt(in_cell("A1", "Summary")),
+    "test/spreadsheet-rename-sheet": Attempt(in_cell("A1", "Summary"), titled("*report.gnumeric - Gnumeric")),
     "test/spreadsheet-product": Attempt([*in_cell("C2", "10"), *SAVE], cell_is("prices.gnumeric", "C2", 10)),
     # the file manager: the shell doing it (in the session's home: not the file manager's)
     "train/files-new-folder": Attempt([run("mkdir ~/Photos")], is_directory("Photos")),

@@ -3,8 +3,9 @@
 It clicks where the task's apps open (they open at fixed places, see
 :mod:`omnienv.envs.desktop.apps`) and types what a person would, so every call goes through the
 same tools a model uses and every task is checked on the real desktop. Tests and the demo use it
-to prove the tasks can be solved; it is no model of skill. Its waits stand for a model looking
-at the screen before it acts (a dialog that has not opened yet takes no keys).
+to prove the tasks can be solved; it is no model of skill. Before it types into a dialog it
+waits for the dialog to show, as a model looks at the screen first (a dialog that has not opened
+yet takes no keys); its other waits give an app a moment to take what it was sent.
 """
 
 from __future__ import annotations
@@ -81,19 +82,34 @@ def in_cell(ref: str, text: str) -> list[ToolCall]:
 
     A click, not the name box: Gnumeric sometimes leaves the keyboard in the name box after it
     jumps, and then the text typed next reads as a name it refuses, in a dialog that takes every
-    later key.
+    later key. Escape after the click: a click that lands soon after another on the same cell is a
+    double click, which would edit the cell's text instead of replacing it.
     """
-    return [_call("left_click", coordinate=cell_centre(ref)), _call("type", text=f"{text}\n")]
+    return [
+        _call("left_click", coordinate=cell_centre(ref)),
+        _call("key", keys="Escape"),
+        _call("type", text=f"{text}\n"),
+    ]
 
 
 def _save() -> list[ToolCall]:
     return [_call("key", keys="ctrl+s"), _wait(0.5)]
 
 
+def _until_shown(title: str) -> list[ToolCall]:
+    """Wait until a window titled ``title`` shows (at most 20 s), then a moment for it to take the keyboard.
+
+    It asks the X server through the session's shell, where a model would look at a screenshot: a
+    fixed wait long enough for a loaded machine would be slow everywhere else.
+    """
+    search = f"timeout 20 xdotool search --sync --onlyvisible --name '^{title}$' > /dev/null"
+    return [_call("run_command", command=search), _wait(0.2)]
+
+
 def _save_as(name: str) -> list[ToolCall]:
     return [
         _call("key", keys="ctrl+s"),
-        _wait(0.8),
+        *_until_shown("Save the current workbook as"),
         _call("key", keys="ctrl+a"),
         _call("type", text=f"{name}\n"),
         _wait(0.5),
@@ -105,8 +121,8 @@ def _row(index: int) -> tuple[int, int]:
     return FILE_NAMES_X, FIRST_ROW_Y + index * ROW_HEIGHT
 
 
-def _name_in_dialog(name: str) -> list[ToolCall]:
-    return [_wait(0.5), _call("key", keys="ctrl+a"), _call("type", text=f"{name}\n"), _wait(0.3)]
+def _name_in_dialog(title: str, name: str) -> list[ToolCall]:
+    return [*_until_shown(title), _call("key", keys="ctrl+a"), _call("type", text=f"{name}\n"), _wait(0.3)]
 
 
 _LOOK = _call("screenshot")
@@ -179,7 +195,7 @@ SCRIPTS: dict[str, list[ToolCall]] = {
         _call("right_click", coordinate=SHEET_TAB),
         _wait(0.6),
         _call("left_click", coordinate=SHEET_MENU_RENAME),
-        *_name_in_dialog("Summary"),
+        *_name_in_dialog("Rename Sheet", "Summary"),
         _wait(0.3),
         *_save(),
     ],
@@ -189,19 +205,19 @@ SCRIPTS: dict[str, list[ToolCall]] = {
         _LOOK,
         _call("left_click", coordinate=EMPTY_LIST),
         _call("key", keys="ctrl+shift+n"),
-        *_name_in_dialog("Photos"),
+        *_name_in_dialog("Creating New Folder", "Photos"),
     ],
     "train/files-rename": [
         _LOOK,
         _call("left_click", coordinate=_row(5)),
         _call("key", keys="F2"),
-        *_name_in_dialog("report-final.txt"),
+        *_name_in_dialog("Rename File", "report-final.txt"),
     ],
     "train/files-trash": [
         _LOOK,
         _call("left_click", coordinate=_row(4)),
         _call("key", keys="Delete"),
-        _wait(0.5),
+        *_until_shown("Confirm"),
         _call("key", keys="Return"),  # "move to the trash?": yes
         _wait(0.3),
     ],
