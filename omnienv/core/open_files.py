@@ -34,15 +34,15 @@ def make_room_for_files(wanted: int = 0) -> int:
     where the system refuses that (macOS caps the soft limit at OPEN_MAX), for ``wanted``, then
     for OPEN_MAX. A soft limit already as high is left as it is.
     """
-    if sys.platform == "win32":
-        return wanted
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft == resource.RLIM_INFINITY:
+    if sys.platform != "win32":  # checked here, not returned early from, so that mypy skips it there
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft == resource.RLIM_INFINITY:
+            return soft
+        first = max(wanted, UNLIMITED_ROOM) if hard == resource.RLIM_INFINITY else hard
+        for room in (first, wanted, _MACOS_OPEN_MAX):
+            if soft < room and (hard == resource.RLIM_INFINITY or room <= hard):
+                with contextlib.suppress(ValueError, OSError):
+                    resource.setrlimit(resource.RLIMIT_NOFILE, (room, hard))
+                    return room
         return soft
-    first = max(wanted, UNLIMITED_ROOM) if hard == resource.RLIM_INFINITY else hard
-    for room in (first, wanted, _MACOS_OPEN_MAX):
-        if soft < room and (hard == resource.RLIM_INFINITY or room <= hard):
-            with contextlib.suppress(ValueError, OSError):
-                resource.setrlimit(resource.RLIMIT_NOFILE, (room, hard))
-                return room
-    return soft
+    return wanted
