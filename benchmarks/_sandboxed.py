@@ -26,6 +26,7 @@ Nothing here asserts on time: a benchmark reports, it never fails a build.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import os
 import time
@@ -48,8 +49,10 @@ __all__ = [
     "closed_loop",
     "describe_machine",
     "levels_arg",
+    "parse_ramp_args",
     "plan_levels",
     "ramp",
+    "ramp_parser",
     "session_count",
     "wide_console",
 ]
@@ -357,6 +360,31 @@ def describe_machine() -> str:
 def levels_arg(text: str) -> list[int]:
     """``--levels 1,8,32``."""
     return sorted({int(part) for part in text.split(",") if part.strip()})
+
+
+def ramp_parser(description: str, step: str) -> argparse.ArgumentParser:
+    """The options both benchmarks share: the ramp's levels and timing, the pool refill, ``--quick``."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--quick", action="store_true", help="fewer samples, levels 1,4 and a cap of 16")
+    parser.add_argument("--refill", type=int, default=8, help="size of the pool drained to time its refill")
+    parser.add_argument("--levels", type=levels_arg, default=[1, 8, 32], help="sessions measured, e.g. 1,8,32")
+    parser.add_argument("--duration", type=float, default=8.0, help="seconds measured at each level")
+    parser.add_argument("--warmup", type=float, default=2.0, help="seconds run before each level's window")
+    parser.add_argument("--check", type=float, default=3.0, help="seconds run at each ramp level in between")
+    parser.add_argument("--deadline", type=float, default=60.0, help=f"a {step} slower than this is a failure")
+    parser.add_argument("--max-sessions-cap", type=int, default=128)
+    return parser
+
+
+def parse_ramp_args(parser: argparse.ArgumentParser, argv: list[str] | None, **quick: Any) -> argparse.Namespace:
+    """The options, with ``--quick`` lowering the defaults (the shared ones, then the benchmark's own
+    ``quick`` values; an option given still wins) and the cap raised to the highest level asked for."""
+    args = parser.parse_args(argv)
+    if args.quick:
+        parser.set_defaults(refill=4, levels=[1, 4], duration=3.0, warmup=1.0, check=2.0, max_sessions_cap=16, **quick)
+        args = parser.parse_args(argv)
+    args.max_sessions_cap = max(args.max_sessions_cap, *args.levels)
+    return args
 
 
 def wide_console() -> Console:

@@ -65,8 +65,9 @@ from benchmarks._sandboxed import (
     StepFailed,
     Timing,
     describe_machine,
-    levels_arg,
+    parse_ramp_args,
     ramp,
+    ramp_parser,
     wide_console,
 )
 from benchmarks._sandboxed_tables import Verdicts, add_cleanup_row, add_ramp_rows, levels_table
@@ -373,23 +374,10 @@ def verdicts_for(found: Single, ramp_found: Ramp, refill: tuple[float, float], a
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="fewer samples, levels 1,4 and a cap of 16")
+    parser = ramp_parser(__doc__.split("\n")[0], "step")
     parser.add_argument("--shots", type=int, default=200)
     parser.add_argument("--resets", type=int, default=20)
-    parser.add_argument("--refill", type=int, default=8, help="size of the pool drained to time its refill")
-    parser.add_argument("--levels", type=levels_arg, default=[1, 8, 32], help="sessions measured, e.g. 1,8,32")
-    parser.add_argument("--duration", type=float, default=8.0, help="seconds measured at each level")
-    parser.add_argument("--warmup", type=float, default=2.0, help="seconds run before each level's window")
-    parser.add_argument("--check", type=float, default=3.0, help="seconds run at each ramp level in between")
-    parser.add_argument("--deadline", type=float, default=60.0, help="a step slower than this is a failure")
-    parser.add_argument("--max-sessions-cap", type=int, default=128)
-    args = parser.parse_args(argv)
-    if args.quick:
-        args.shots, args.resets, args.refill = 60, 6, 4
-        args.levels, args.duration, args.warmup, args.check = [1, 4], 3.0, 1.0, 2.0
-        args.max_sessions_cap = 16
-    args.max_sessions_cap = max(args.max_sessions_cap, *args.levels)
+    args = parse_ramp_args(parser, argv, shots=60, resets=6)
     console = wide_console()
     console.print(f"machine: {describe_machine()}")
     found = asyncio.run(single(args.shots, args.resets))
