@@ -37,6 +37,8 @@ FIRST_CELL = (107, 251)
 CELL_SIZE = (81, 18)
 SHEET_TAB = (97, 654)
 SHEET_MENU_RENAME = (158, 563)
+SPREADSHEET_MENU = "Gnumeric Spreadsheet"
+"""The title of Gnumeric's popup menus (its program name; its tooltips over the toolbar carry it too)."""
 # the file manager: PCManFM placed at (200, 100), a list sorted by name, folders first
 FILE_NAMES_X = 420
 FIRST_ROW_Y = 225
@@ -193,7 +195,7 @@ SCRIPTS: dict[str, list[ToolCall]] = {
     "test/spreadsheet-rename-sheet": [
         _LOOK,
         _call("right_click", coordinate=SHEET_TAB),
-        _wait(0.6),
+        *_until_shown(SPREADSHEET_MENU),
         _call("left_click", coordinate=SHEET_MENU_RENAME),
         *_name_in_dialog("Rename Sheet", "Summary"),
         _wait(0.3),
