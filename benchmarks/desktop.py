@@ -22,10 +22,10 @@ Then many sessions (benchmarks/_sandboxed.py describes the closed loop and the m
   with a terminal open, each repeating ``left_click`` + a fresh screenshot (one tool call) in a
   closed loop on one event loop: round trips per second, p50/p99, the ratio to 1 session, and
   against the raw reference on the same displays at the same N (``xdotool`` + ``xwd -root``, two
-  processes per step). Each step costs about 11 ms of this process's CPU (capture, BGRA to RGB,
-  PNG) and about 2 ms of the session's own processes' (mostly the X server's), so on a 2-core
-  machine the rate stops growing after 2 sessions (about 100 steps/s) and latency grows with the
-  queue; the table's CPU columns show it;
+  processes per step). Each step costs 3-5 ms of this process's CPU (capture, BGRX to RGB,
+  PNG) and about 1 ms of the session's own processes' (mostly the X server's), so on a 2-core
+  machine the rate stops growing after 2 sessions and latency grows with the queue; the table's
+  CPU columns show it;
 - the most sessions held: the same loop at 1, 2, 4, ... up to ``--max-sessions-cap``; memory per
   session is PSS (and RSS) summed over the session's processes (Xvfb, its watchdog, bubblewrap,
   openbox, the terminal) at the highest level passed; cleanup: every one of them is checked gone.

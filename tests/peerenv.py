@@ -2,7 +2,8 @@
 
 Peers' packages conflict with each other and with ours, so each peer gets its own virtualenv
 under ``.venvs/<name>``, built from ``tests/peers/<name>/requirements.txt`` the first time a test
-asks for it, and rebuilt when that file changes. A file lock keeps parallel test runs from
+asks for it, and rebuilt when that file or omnienv's own requirements change (most peers install
+omnienv from this checkout, with extras). A file lock keeps parallel test runs from
 building the same virtualenv twice. A peer that pip cannot install from a requirements file
 alone adds ``tests/peers/<name>/install.sh``, run with the virtualenv's interpreter as ``$1``.
 """
@@ -15,6 +16,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,7 +33,7 @@ def peer_python(name: str, python: str = "python3.11") -> Path:
     stamp = venv / ".requirements-sha256"
     install = PEERS / name / "install.sh"  # optional extra step, e.g. a --no-deps install
     extra = install.read_bytes() if install.exists() else b""
-    wanted = hashlib.sha256(requirements.read_bytes() + extra).hexdigest()
+    wanted = hashlib.sha256(requirements.read_bytes() + extra + own_requirements()).hexdigest()
     VENVS.mkdir(exist_ok=True)
     with open(VENVS / f".{name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -58,6 +60,13 @@ def peer_python(name: str, python: str = "python3.11") -> Path:
             _compile_kernel_bytecode(venv / "bin" / "python")
             stamp.write_text(wanted)
     return venv / "bin" / "python"
+
+
+def own_requirements() -> bytes:
+    """omnienv's dependencies and extras as pyproject.toml declares them, in a stable form."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    wanted = {"dependencies": project.get("dependencies", []), "extras": project.get("optional-dependencies", {})}
+    return repr(sorted(wanted.items())).encode()
 
 
 def _compile_kernel_bytecode(python: Path) -> None:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import os
+import random
 import resource
 import signal
 import struct
@@ -15,10 +17,12 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from PIL import Image
 
 from omnienv.core import EnvironmentFailure, ToolError
 from omnienv.sandboxes.desktop import DisplayError, key_combo, modifiers, parse_keys
 from omnienv.sandboxes.xvfb import DisplayPool, DisplaySpec, XvfbDisplay, missing_programs
+from omnienv.sandboxes.xvfb.capture import encode_png
 from omnienv.sandboxes.xvfb.server import XVFB_OPEN_FILES
 from tests.polling import eventually
 
@@ -86,9 +90,35 @@ def test_displays_get_free_numbers_and_are_reaped_with_everything() -> None:
     assert not live(second.process.pid)
 
 
-def test_screenshot_is_a_png_of_the_screen(display: XvfbDisplay) -> None:
-    png = asyncio.run(display.screenshot())
+def test_screenshot_is_a_png_of_the_screen() -> None:
+    import mss
+
+    async def shot(display: XvfbDisplay) -> bytes:
+        await display.launch("xlogo -geometry 300x200+100+100 -fg red -bg yellow", "logo")
+        await display.wait_for_app("logo")
+        await display.wait_settled("logo")
+        return await display.screenshot()
+
+    display = XvfbDisplay.start(DisplaySpec())
+    try:
+        png = asyncio.run(shot(display))
+        with mss.MSS(display=display.name, with_cursor=True) as screen:  # mss's own conversion, for reference
+            expected = screen.grab(screen.monitors[0]).rgb
+    finally:
+        display.close_now()
     assert png_size(png) == (1024, 768)
+    pixels = Image.open(io.BytesIO(png))
+    assert pixels.mode == "RGB" and pixels.tobytes() == expected
+    colours = {colour for _, colour in pixels.getcolors(1024 * 768) or []}
+    assert {(255, 0, 0), (255, 255, 0)} <= colours  # the logo's red and yellow: the channels in RGB order
+
+
+def test_encode_png_is_lossless_and_swaps_x_pixels_to_rgb() -> None:
+    width, height = 37, 11
+    bgrx = bytes(random.Random(7).randrange(256) for _ in range(width * height * 4))
+    decoded = Image.open(io.BytesIO(encode_png(bgrx, (width, height))))
+    rgb = b"".join(bytes((bgrx[i + 2], bgrx[i + 1], bgrx[i])) for i in range(0, len(bgrx), 4))
+    assert decoded.size == (width, height) and decoded.mode == "RGB" and decoded.tobytes() == rgb
 
 
 def test_screenshot_of_other_size() -> None:

@@ -14,7 +14,7 @@ The parts, one module each:
 - :mod:`~omnienv.sandboxes.xvfb.homes`: the session's home and the homes of their own that some
   apps get, read and written by the host without following symlinks;
 - :mod:`~omnienv.sandboxes.xvfb.shell`: the agent's shell, spoken to over pipes;
-- :mod:`~omnienv.sandboxes.xvfb.capture`: screenshots (``mss``, PNG at zlib level 1);
+- :mod:`~omnienv.sandboxes.xvfb.capture`: screenshots (``mss``; PNG with Pillow and ISA-L);
 - :mod:`~omnienv.sandboxes.xvfb.pool`: :class:`DisplayPool`, warm displays.
 
 :class:`XvfbDisplay` is a :class:`~omnienv.sandboxes.desktop.DesktopSession`.
