@@ -22,7 +22,7 @@ Then many sessions (benchmarks/_sandboxed.py describes the closed loop and the m
   with a terminal open, each repeating ``left_click`` + a fresh screenshot (one tool call) in a
   closed loop on one event loop: round trips per second, p50/p99, the ratio to 1 session, and
   against the raw reference on the same displays at the same N (``xdotool`` + ``xwd -root``, two
-  processes per step). Each step costs 3-5 ms of this process's CPU (capture, BGRX to RGB,
+  processes per step). Each step costs 3-6 ms of this process's CPU (capture, BGRX to RGB,
   PNG) and about 1 ms of the session's own processes' (mostly the X server's), so on a 2-core
   machine the rate stops growing after 2 sessions and latency grows with the queue; the table's
   CPU columns show it;

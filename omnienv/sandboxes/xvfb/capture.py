@@ -1,7 +1,7 @@
 """Screenshots of one display: ``mss`` over its own X connection, encoded by :func:`encode_png`.
 
 The server runs without MIT-SHM (see :mod:`omnienv.sandboxes.xvfb.server`), so the capture is
-an ``XGetImage`` over the Unix socket: about 1 ms for 1024x768, and the PNG encoding about 2 ms.
+an ``XGetImage`` over the Unix socket: about 2.5 ms for 1024x768, the PNG encoding about 1.3 ms.
 The cursor is drawn in (XFixes). A client on the display may kill this connection: the next
 capture reconnects once.
 """

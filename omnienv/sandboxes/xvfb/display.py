@@ -265,7 +265,7 @@ class XvfbDisplay(XInput):
             ) from exc
 
     def screenshot_png(self) -> bytes:
-        """Capture and encode (blocking, about 3 ms at 1024x768)."""
+        """Capture and encode (blocking, about 4 ms at 1024x768)."""
         self.require_alive()
         return self._grabber.png()
 
