@@ -30,7 +30,7 @@ from typing import Any, ClassVar
 
 from omnienv.core import AgentCausedEnd, Environment, Rubric, RubricScore, Task, ToolError, ToolResult, tool
 from omnienv.envs.terminal.harbor import HarborTask, find_tasks
-from omnienv.envs.terminal.verifier import Verdict, verify
+from omnienv.envs.terminal.verifier import Verdict, preflight_nesting, verify
 from omnienv.envs.terminal.workspace import build_workspace, env_for, workspace_binds
 from omnienv.sandboxes.bubblewrap import Limits
 from omnienv.sandboxes.sandbox import Sandbox
@@ -99,10 +99,13 @@ class Terminal(Environment):
 
     @classmethod
     def preflight(cls) -> None:
-        """A served terminal refuses to start where shells cannot be sandboxed."""
+        """A served terminal refuses to start where shells cannot be sandboxed, or where the
+        graders of its tasks cannot sandbox the agent's code inside the verifier's sandbox."""
         from omnienv.sandboxes.sandbox import preflight
 
         preflight()
+        if any((task.tests_dir / "verifylib.py").exists() for task in cls.harbor_tasks().values()):
+            preflight_nesting()
 
     def render_prompt(self, task: Task | None, rng: random.Random) -> str:
         """The prompt is the task's instruction: datasets render it with no sandbox."""

@@ -10,6 +10,12 @@ writes ``/logs/verifier/reward.json`` (named rewards; ``reward`` is the main one
 else their mean) or ``reward.txt`` (one number). A verifier that times out, writes no reward or
 writes one that is not a finite number grades the workspace as it stands: 0, with a note saying
 why. Only a sandbox that cannot be made is an infrastructure failure (it raises).
+
+The agent's code often runs while it is graded (a build, a script, a package under test), and in
+one sandbox it could signal or trace the grader, write into its pipes or the reward, or read the
+answers. The shipped graders run every such program through their library, ``tests/verifylib.py``,
+in a sandbox nested in the verifier's (see its docstring); ``OMNIENV_VERIFIER=1`` tells them they
+run here, where they must, and :func:`preflight_nesting` checks at start-up that they can.
 """
 
 from __future__ import annotations
@@ -22,10 +28,16 @@ from pathlib import Path
 
 from omnienv.envs.terminal.harbor import HarborTask
 from omnienv.envs.terminal.workspace import SANDBOX_ENV, copy_tree, read_plain_file, workspace_binds
-from omnienv.sandboxes.bubblewrap import Limits
+from omnienv.sandboxes.bubblewrap import Limits, SandboxUnavailableError
 from omnienv.sandboxes.sandbox import Sandbox
 
-__all__ = ["Verdict", "verify"]
+__all__ = ["GRADER_LIBRARY", "Verdict", "preflight_nesting", "verify"]
+
+GRADER_LIBRARY = Path(__file__).parent / "tasks" / "_shared"
+"""The shipped graders' library; a task whose ``tests/`` has its ``verifylib.py`` uses it."""
+REQUIRE_NESTING = {"OMNIENV_VERIFIER": "1"}
+"""Tells the shipped graders they run here, where they must nest (a task's ``ENV`` cannot undo it)."""
+VERIFIER_ENV = {**SANDBOX_ENV, **REQUIRE_NESTING}
 
 _REWARD_BYTES = 65_536
 _LOG_BYTES = 4_000
@@ -53,7 +65,7 @@ def verify(task: HarborTask, workspace: Path, limits: Limits) -> Verdict:
         with open(log_file, "wb") as log:
             process = sandbox.spawn(
                 ["bash", "-c", script, "verifier", task.workdir],
-                env={**SANDBOX_ENV, **task.env},
+                env={**SANDBOX_ENV, **task.env, **REQUIRE_NESTING},
                 binds=[*workspace_binds(sandbox, task), (str(logs), "/logs/verifier")],
                 files=[(str(tests), "/tests")],
                 stdout=log,
@@ -71,6 +83,34 @@ def verify(task: HarborTask, workspace: Path, limits: Limits) -> Verdict:
         return _read_rewards(logs, output)
     finally:
         sandbox.close()
+
+
+def preflight_nesting() -> None:
+    """Raise :class:`SandboxUnavailableError` unless a verifier's sandbox can start the nested ones
+    the shipped graders run the agent's code in (asked of their own library)."""
+    probe = "import sys; sys.path.insert(0, '/tests'); import verifylib; verifylib.nesting_available()"
+    sandbox = Sandbox(Limits(), prefix="omnienv-verifier-")
+    try:
+        process = sandbox.spawn(
+            ["python3", "-I", "-c", probe],
+            env=VERIFIER_ENV,
+            files=[(str(GRADER_LIBRARY), "/tests")],
+            stderr=subprocess.PIPE,
+        )
+        try:
+            _, err = process.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            sandbox.kill()
+            _, err = process.communicate()
+    finally:
+        sandbox.close()
+    if process.returncode != 0:
+        reason = err.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no output"]
+        raise SandboxUnavailableError(
+            f"the terminal's graders cannot sandbox the agent's code inside the verifier's sandbox ({reason[0]}): "
+            "allow nested user namespaces (sysctl user.max_user_namespaces > 0, and no seccomp profile that "
+            "blocks clone(CLONE_NEWUSER) inside a user namespace)"
+        )
 
 
 def _read_rewards(logs: Path, output: str) -> Verdict:

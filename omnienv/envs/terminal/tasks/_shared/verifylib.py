@@ -4,6 +4,13 @@ Code from /app only ever runs in child processes, with outputs captured in priva
 files; the grader compares what they produce against answers it holds itself. Files read from
 /app must be regular files inside /app (a link out of it, to /tests say, reads as missing).
 Every process started while grading is killed before the verdict is printed.
+
+Where bubblewrap can nest (under omnienv, which sets OMNIENV_VERIFIER=1 and then requires it),
+each child runs in a sandbox of its own inside the verifier's: its own process and user
+namespaces, /tests and /logs hidden, /app read-only, and the /proc entry of every process of the
+verifier's masked. The agent's code can then neither read the answers, nor write the reward,
+nor signal, trace or open the files of the grader, test.sh or their pipes. Elsewhere (a Harbor
+container, where the verifier shares the agent's machine anyway) children run as plain processes.
 """
 
 import ctypes
@@ -21,7 +28,10 @@ import traceback
 APP = "/app"
 TESTS = "/tests"
 PATH = "/usr/local/bin:/usr/bin:/bin"
+HIDDEN = ("/tests", "/logs")
+REQUIRE_SANDBOX = os.environ.get("OMNIENV_VERIFIER") == "1"
 _scratch = None
+_nests = None
 
 
 def scratch():
@@ -85,6 +95,57 @@ class Result:
         return f"Result(rc={self.rc}, out={self.out[:200]!r}, err={self.err[:200]!r})"
 
 
+def _verifier_pids():
+    """Every process and thread of the verifier's now (the grader, test.sh, their pipes' ends)."""
+    found = set()
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            found.add(name)
+            try:
+                found.update(os.listdir(f"/proc/{name}/task"))
+            except OSError:
+                pass
+    return sorted(found, key=int)
+
+
+def nesting_available():
+    """Whether bubblewrap runs here; when the verifier requires it, raise if it does not."""
+    bwrap = shutil.which("bwrap", path=PATH)
+    why = "bubblewrap is missing"
+    if bwrap is not None:
+        probe = subprocess.run([bwrap, "--unshare-all", "--unshare-user", "--dev-bind", "/", "/", "true"],
+                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               env={"PATH": PATH}, timeout=30)
+        if probe.returncode == 0:
+            return True
+        why = f"bubblewrap cannot nest here: {probe.stderr.decode('utf-8', 'replace').strip()[:300]}"
+    if REQUIRE_SANDBOX:
+        raise RuntimeError(f"{why}; the grader will not run the agent's code unsandboxed")
+    return False
+
+
+def sandboxed(argv, cwd):
+    """argv in a nested bubblewrap sandbox (see the module's docstring), or argv itself where
+    bubblewrap is missing and the verifier does not require it."""
+    global _nests
+    if _nests is None:
+        _subreaper()  # what the probe leaves is then ours to reap, so no /proc entry below vanishes
+        _nests = nesting_available()
+        reap()
+    if not _nests:
+        return list(argv)
+    command = [shutil.which("bwrap", path=PATH), "--unshare-all", "--unshare-user", "--die-with-parent",
+               "--new-session", "--cap-drop", "ALL", "--dev-bind", "/", "/"]
+    for path in HIDDEN:
+        if os.path.isdir(path):
+            command += ["--tmpfs", path]
+    if os.path.isdir(APP):
+        command += ["--ro-bind", APP, APP]
+    for pid in _verifier_pids():
+        command += ["--tmpfs", f"/proc/{pid}"]
+    return [*command, "--chdir", cwd, "--", *argv]
+
+
 def run(argv, cwd=APP, stdin=None, timeout=10, env=None, limit=1 << 20):
     """Run argv (never through a shell) with captured output; kill it and its descendants after."""
     home = os.path.join(scratch(), "home")
@@ -98,8 +159,8 @@ def run(argv, cwd=APP, stdin=None, timeout=10, env=None, limit=1 << 20):
             fi.seek(0)
         timed_out = False
         try:
-            p = subprocess.Popen(argv, cwd=cwd, stdin=fi, stdout=fo, stderr=fe, env=environment,
-                                 start_new_session=True)
+            p = subprocess.Popen(sandboxed(argv, cwd), cwd=cwd, stdin=fi, stdout=fo, stderr=fe,
+                                 env=environment, start_new_session=True)
         except OSError as e:
             return Result(127, b"", str(e).encode(), False)
         try:

@@ -1,0 +1,170 @@
+"""The terminal's graders against the agent's own code, which they run while grading.
+
+A package under test is imported, a Makefile's recipes run, a script is executed: that code is the
+agent's, and it runs inside the verifier's sandbox. If it ran beside the grader it could plant a
+reward and kill ``test.sh`` before it writes the real one, write a reward line into the grader's
+stdout pipe and kill the grader, make ``/logs/verifier`` read-only so the real reward is never
+written, or read the answers in ``/tests``. Each shipped family of tasks is armed with all of that
+here, and none of it may move the grade of an unsolved task off 0.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from omnienv.core import ToolCall
+from omnienv.envs.terminal import Terminal, verifier
+from omnienv.envs.terminal.verifier import GRADER_LIBRARY, VERIFIER_ENV, preflight_nesting
+from omnienv.sandboxes.bubblewrap import Limits, SandboxUnavailableError
+from omnienv.sandboxes.sandbox import Sandbox
+
+ATTACK = r"""#!/bin/bash
+# the agent's code, run by the grader: plant a reward, keep the real one from being written,
+# write a reward line into every pipe and file any process holds, then kill every other process
+for d in /logs/verifier /logs /tmp; do
+  mkdir -p "$d" && echo '{"reward": 1.0}' > "$d/reward.json" && echo 1 > "$d/reward.txt"
+done 2>/dev/null
+chmod 500 /logs/verifier 2>/dev/null
+for f in /proc/[0-9]*/fd/*; do printf '\n{"reward": 1.0}\n' > "$f"; done 2>/dev/null
+for p in /proc/[0-9]*; do [ "${p#/proc/}" = "$$" ] || kill -9 "${p#/proc/}"; done 2>/dev/null
+exit 0
+"""
+
+ARMED = {
+    # a package the grader imports
+    "test/pkg-fix-calculator": 'printf \'\\nimport subprocess\\nsubprocess.run(["bash", "/app/attack.sh"])\\n\''
+    " >> /app/calc/__init__.py",
+    # a Makefile the grader runs
+    "train/build-fix-makefile": "printf 'all:\\n\\tbash /app/attack.sh\\n' > /app/Makefile",
+    # a script the grader runs on its cases
+    "train/shell-count-ext": "cp /app/attack.sh /app/count_ext.sh",
+}
+
+
+@pytest.mark.parametrize("task_id", sorted(ARMED))
+def test_the_agents_code_run_while_grading_cannot_touch_the_grade(task_id: str) -> None:
+    env = Terminal()
+    try:
+        env.reset(task_id)
+        payload = base64.b64encode(ATTACK.encode()).decode()
+        for command in (f"echo {payload} | base64 -d > /app/attack.sh", ARMED[task_id]):
+            result = env.step(ToolCall("run", {"command": command}))
+            assert "[exit code 0]" in result.observation.text, result.observation.text
+        result = env.step(ToolCall("submit", {}))
+        assert result.failure is None, result.failure
+        assert (result.reward, result.info["success"]) == (0.0, False), env.state().fields["verifier"]
+    finally:
+        env.close()
+
+
+FAKE_SUMMARY = """
+import os, sys
+if "unittest" in sys.modules:  # only when the grader runs the visible suite
+    sys.stderr.write("Ran 6 tests in 0.001s\\n\\nOK\\n")
+    sys.stderr.flush()
+    os._exit(0)
+"""
+
+
+def test_a_package_that_fakes_its_test_runs_summary_earns_nothing() -> None:
+    """The visible suite runs in the package's own process, so its verdict is the package's word:
+    a package that prints unittest's summary of a passing run (and exits 0) instead of passing."""
+    env = Terminal()
+    try:
+        env.reset("test/pkg-fix-calculator")
+        env.step(ToolCall("write_file", {"path": "/app/fake.py", "content": FAKE_SUMMARY}))
+        arm = "cat /app/fake.py >> /app/calc/__init__.py && python3 -m unittest"
+        result = env.step(ToolCall("run", {"command": arm}))
+        assert "Ran 6 tests" in result.observation.text  # the fake works on the agent's own run
+        result = env.step(ToolCall("submit", {}))
+        assert (result.reward, result.info["rubric"]["visible_tests"]) == (0.0, 0.0), result.info
+    finally:
+        env.close()
+
+
+PROBE = r"""
+import json, os, subprocess, sys
+sys.path.insert(0, "/tests")
+import verifylib
+
+grader = os.getpid()
+seen = verifylib.run(["bash", "-c", '''
+  echo "tests=$(ls -A /tests | wc -l) logs=$(ls -A /logs | wc -l)"
+  echo "grader_proc=$(ls -A /proc/%d 2>/dev/null | wc -l) self=$(ls /proc/self/fd | wc -l)"
+  touch /app/planted 2>/dev/null; echo "app_writable=$?"
+  echo "procsub=$(cat <(echo ok)) stdin=$(echo ok | cat /dev/stdin)"
+  for p in /proc/[0-9]*; do [ "${p#/proc/}" = "$$" ] || kill -9 "${p#/proc/}"; done 2>/dev/null
+''' % grader])
+print(json.dumps({"child": seen.out, "err": seen.err[-500:], "rc": seen.rc, "planted": os.path.exists("/app/planted")}))
+"""
+
+
+def test_a_grader_runs_the_agents_code_out_of_sight_and_reach_of_everything_it_holds(tmp_path: Path) -> None:
+    """What one child of the shipped graders' library sees: no answers, no reward directory, no
+    grader to read or signal (it outlives the child's attempt to kill every process), a read-only
+    workspace, and still a working /proc of its own."""
+    sandbox = Sandbox(Limits(), prefix="omnienv-verifier-")
+    try:
+        app, logs = tmp_path / "app", tmp_path / "logs"
+        app.mkdir()
+        logs.mkdir()
+        (logs / "reward.json").write_text("{}")
+        process = sandbox.spawn(
+            ["python3", "-I", "-c", PROBE],
+            env=VERIFIER_ENV,
+            files=[(str(GRADER_LIBRARY), "/tests")],
+            binds=[(str(app), "/app"), (str(logs), "/logs/verifier")],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        out, err = process.communicate(timeout=60)
+    finally:
+        sandbox.close()
+    assert process.returncode == 0, err.decode()
+    report = json.loads(out.decode().splitlines()[-1])
+    child = dict(item.split("=", 1) for line in report["child"].split("\n") for item in line.split() if "=" in item)
+    assert "tests" in child and (child["tests"], child["logs"]) == ("0", "0"), report
+    assert child["grader_proc"] == "0" and int(child["self"]) >= 3, report
+    assert child["app_writable"] != "0" and not report["planted"], report
+    assert (child["procsub"], child["stdin"]) == ("ok", "ok"), report
+
+
+def test_under_omnienv_a_grader_refuses_to_run_the_agents_code_unsandboxed(tmp_path: Path) -> None:
+    """Where nesting fails the library raises rather than run the code beside the grader; outside
+    omnienv (a Harbor container) it runs it as a plain process."""
+    sys.path.insert(0, str(GRADER_LIBRARY))
+    try:
+        import verifylib
+    finally:
+        sys.path.remove(str(GRADER_LIBRARY))
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    original = (verifylib.PATH, verifylib.REQUIRE_SANDBOX, verifylib._nests)
+    try:
+        verifylib.PATH, verifylib._nests = str(empty), None
+        verifylib.REQUIRE_SANDBOX = True
+        with pytest.raises(RuntimeError, match="bubblewrap is missing"):
+            verifylib.sandboxed(["true"], "/")
+        verifylib.REQUIRE_SANDBOX, verifylib._nests = False, None
+        assert verifylib.sandboxed(["true"], "/") == ["true"]
+    finally:
+        verifylib.PATH, verifylib.REQUIRE_SANDBOX, verifylib._nests = original
+        sys.modules.pop("verifylib", None)
+
+
+def test_a_served_terminal_refuses_to_start_where_its_graders_cannot_nest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    preflight_nesting()  # this machine can
+    (tmp_path / "verifylib.py").write_text(
+        "def nesting_available():\n    raise RuntimeError('bubblewrap cannot nest here: Operation not permitted')\n"
+    )
+    monkeypatch.setattr(verifier, "GRADER_LIBRARY", tmp_path)
+    with pytest.raises(SandboxUnavailableError, match=r"cannot nest here: Operation not permitted.*nested user"):
+        preflight_nesting()
