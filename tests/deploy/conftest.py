@@ -19,7 +19,7 @@ from omnienv.deploy import build_image
 from tests.conftest import IMAGE_WORKER
 from tests.deploy.daemon import make_base_image, pip_ca_bundle, private_daemon
 
-IMAGES = ("wordle", "jupyter")
+IMAGES = ("wordle", "jupyter", "terminal")
 """The environments whose images the tests drive, built in this order."""
 
 

@@ -22,6 +22,8 @@ import pytest
 from omnienv.client import AsyncHTTPClient, AsyncWebSocketClient, HTTPClient, WebSocketClient
 from omnienv.client.container import OWNER_LABEL, ContainerError, start_container
 from omnienv.core import CapacityError, ToolCall
+from omnienv.envs.terminal import Terminal
+from omnienv.envs.terminal.oracle import solution_calls
 from omnienv.envs.wordle.env import Wordle
 from tests.deploy.conftest import Images
 from tests.net import free_port, healthy
@@ -29,6 +31,7 @@ from tests.peerenv import ROOT, peer_python
 from tests.peers._run import by_kind
 from tests.peers.test_openenv import _win_reward
 from tests.security.test_jupyter_secrets import SCAN, SECRET_NAMES
+from tests.security.test_terminal_grader import arm
 
 OPENENV_SCRIPT = ROOT / "tests" / "peers" / "openenv" / "wordle_client.py"
 CALLS_SCRIPT = Path(__file__).with_name("openenv_calls.py")
@@ -155,6 +158,25 @@ def test_the_jupyter_image_sandboxes_the_agent_against_the_security_probes(image
     assert "no omnienv" in escape and "server unreachable" in escape, escape
     pids = int(escape.split("pids ")[1].split("\\n")[0])
     assert pids <= 8, f"the sandbox sees {pids} processes, not only its own: {escape}\n{server_logs}"
+
+
+def test_the_terminal_images_graders_nest_their_sandboxes_inside_the_container(images: Images) -> None:
+    """The image starts (its start-up check that graders can nest passes in the container), a task's
+    own solution scores 1, and the same package armed against its grader scores 0."""
+    task_id = "test/pkg-fix-calculator"
+    env = WebSocketClient.from_docker_image(images("terminal"))
+    try:
+        env.reset(task_id)
+        for call in solution_calls(Terminal.harbor_tasks()[task_id.partition("/")[2]]):
+            solved = env.step(call)
+        env.reset(task_id)
+        for call in arm(task_id):
+            env.step(call)
+        armed = env.step(ToolCall("submit", {}))
+    finally:
+        env.close()
+    assert (solved.reward, solved.done, solved.failure) == (1.0, True, None), solved
+    assert (armed.reward, armed.done, armed.failure) == (0.0, True, None), armed
 
 
 def test_serve_image_runs_the_container_with_the_servers_options_until_stopped(images: Images) -> None:

@@ -47,14 +47,20 @@ ARMED = {
 }
 
 
+def arm(task_id: str) -> list[ToolCall]:
+    """The calls that arm ``task_id``'s workspace with :data:`ATTACK`, where its grader runs it."""
+    payload = base64.b64encode(ATTACK.encode()).decode()
+    commands = (f"echo {payload} | base64 -d > /app/attack.sh", ARMED[task_id])
+    return [ToolCall("run", {"command": command}) for command in commands]
+
+
 @pytest.mark.parametrize("task_id", sorted(ARMED))
 def test_the_agents_code_run_while_grading_cannot_touch_the_grade(task_id: str) -> None:
     env = Terminal()
     try:
         env.reset(task_id)
-        payload = base64.b64encode(ATTACK.encode()).decode()
-        for command in (f"echo {payload} | base64 -d > /app/attack.sh", ARMED[task_id]):
-            result = env.step(ToolCall("run", {"command": command}))
+        for call in arm(task_id):
+            result = env.step(call)
             assert "[exit code 0]" in result.observation.text, result.observation.text
         result = env.step(ToolCall("submit", {}))
         assert result.failure is None, result.failure
@@ -137,25 +143,23 @@ def test_a_grader_runs_the_agents_code_out_of_sight_and_reach_of_everything_it_h
 
 def test_under_omnienv_a_grader_refuses_to_run_the_agents_code_unsandboxed(tmp_path: Path) -> None:
     """Where nesting fails the library raises rather than run the code beside the grader; outside
-    omnienv (a Harbor container) it runs it as a plain process."""
-    sys.path.insert(0, str(GRADER_LIBRARY))
-    try:
-        import verifylib
-    finally:
-        sys.path.remove(str(GRADER_LIBRARY))
-    empty = tmp_path / "bin"
-    empty.mkdir()
-    original = (verifylib.PATH, verifylib.REQUIRE_SANDBOX, verifylib._nests)
-    try:
-        verifylib.PATH, verifylib._nests = str(empty), None
-        verifylib.REQUIRE_SANDBOX = True
-        with pytest.raises(RuntimeError, match="bubblewrap is missing"):
-            verifylib.sandboxed(["true"], "/")
-        verifylib.REQUIRE_SANDBOX, verifylib._nests = False, None
-        assert verifylib.sandboxed(["true"], "/") == ["true"]
-    finally:
-        verifylib.PATH, verifylib.REQUIRE_SANDBOX, verifylib._nests = original
-        sys.modules.pop("verifylib", None)
+    omnienv (a Harbor container) it runs it as a plain process. (In a process of its own: the
+    library makes its process a subreaper and reaps every descendant, as a grader must.)"""
+    no_bwrap = tmp_path / "bin"
+    no_bwrap.mkdir()
+    code = (
+        f"import sys; sys.path.insert(0, {str(GRADER_LIBRARY)!r}); import verifylib; "
+        f"verifylib.PATH = {str(no_bwrap)!r}; print(verifylib.sandboxed(['true'], '/'))"
+    )
+
+    def library(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-I", "-c", code], env=env, capture_output=True, text=True, timeout=60)
+
+    required = library({**VERIFIER_ENV})
+    assert required.returncode != 0 and "bubblewrap is missing" in required.stderr, required
+    assert "unsandboxed" in required.stderr, required.stderr
+    harbor = library({"PATH": VERIFIER_ENV["PATH"]})
+    assert (harbor.returncode, harbor.stdout.strip()) == (0, "['true']"), harbor
 
 
 def test_a_served_terminal_refuses_to_start_where_its_graders_cannot_nest(
