@@ -15,9 +15,10 @@ Measured side by side in one run:
   server drives them): cells per second, per-cell p50/p99, the ratio to 1 session, and against N
   raw kernels (no sandbox, each with its own IPython directory in memory, as ours have) driven
   the same way by bare ``AsyncKernelClient`` loops, ours and theirs taking turns at each level.
-  A cell costs about 2 ms of this process's CPU and 4-5 ms of its kernel's (a raw kernel and bare
-  client: about 1-1.3 and 3.3-4.5 ms), so on a 2-core machine the rate stops growing after a few
-  sessions (a few hundred cells/s) and latency grows with the queue; the CPU columns show it;
+  A cell costs about 1.6-1.9 ms of this process's CPU and 4.4-5.9 ms of its kernel's (a raw kernel
+  and bare client: about 1.2-1.8 and 3.9-4.9 ms), so on a 2-core machine the rate stops growing
+  after a few sessions (a few hundred cells/s) and latency grows with the queue; the CPU columns
+  show it;
 - the most sessions held: the same loop at 1, 2, 4, ... up to ``--max-sessions-cap``; a level
   passes when every session ran cells with no error, no failure flag and none slower than
   ``--deadline``. Memory per session is PSS (and RSS) summed over the session's processes

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
+from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 from omnienv.sandboxes.cells import OutputLimits
@@ -52,6 +54,24 @@ def _context(max_frame: int) -> Any:
     return context
 
 
+def _dated_headers(unpack: Callable[[bytes], Any]) -> Callable[[bytes], Any]:
+    """``unpack`` that turns a header's ``date`` into the aware datetime jupyter_client makes of
+    it. jupyter_client looks for dates in every header it reads and parses each with dateutil,
+    which cost about 13 µs a header, two a message: a tenth of what a cell costs this process.
+    Dates already parsed are left as they are, so only the standard library's parser runs."""
+
+    def unpack_dated(data: bytes) -> Any:
+        message = unpack(data)
+        if type(message) is dict and "msg_id" in message and type(date := message.get("date")) is str:
+            with contextlib.suppress(ValueError):
+                parsed = datetime.fromisoformat(date)
+                if parsed.tzinfo is not None:  # a naive one is left to jupyter_client's rule
+                    message["date"] = parsed
+        return message
+
+    return unpack_dated
+
+
 class Channels:
     """An ``AsyncKernelClient`` on the running loop (shell, iopub, control), watched for dropped links."""
 
@@ -60,6 +80,7 @@ class Channels:
         from jupyter_client.asynchronous.client import AsyncKernelClient
 
         self.client = AsyncKernelClient(context=_context(frame_limit(limits)))
+        self.client.session.unpack = _dated_headers(self.client.session.unpack)
         self.client.load_connection_info(connection)  # type: ignore[arg-type]
         self.client.start_channels(shell=True, iopub=True, stdin=False, hb=False, control=True)
         self._monitors = []
