@@ -15,8 +15,8 @@ Measured side by side in one run:
   server drives them): cells per second, per-cell p50/p99, the ratio to 1 session, and against N
   raw kernels (no sandbox, each with its own IPython directory in memory, as ours have) driven
   the same way by bare ``AsyncKernelClient`` loops, ours and theirs taking turns at each level.
-  A cell costs about 1.6-1.9 ms of this process's CPU and 4.4-5.9 ms of its kernel's (a raw kernel
-  and bare client: about 1.2-1.8 and 3.9-4.9 ms), so on a 2-core machine the rate stops growing
+  A cell costs about 1.6-2 ms of this process's CPU and 4-6 ms of its kernel's (a raw kernel and
+  bare client: about 1.2-1.8 and 3.9-5 ms), so on a 2-core machine the rate stops growing
   after a few sessions (a few hundred cells/s) and latency grows with the queue; the CPU columns
   show it;
 - the most sessions held: the same loop at 1, 2, 4, ... up to ``--max-sessions-cap``; a level

@@ -22,6 +22,7 @@ from tests.sandboxes.jupyter_sandboxes import (
     ROOT,
     open_sandbox,
     run,
+    sandbox_run,
 )
 
 
@@ -82,6 +83,14 @@ def test_outputs_are_bounded_and_images_are_png(pool: KernelPool) -> None:
             await sandbox.close()
 
     run(go())
+
+
+def test_the_kernel_packs_messages_with_orjson_and_builds_no_debug_log_records(pool: KernelPool) -> None:
+    """Two costs of every cell in the kernel: json's encoder (jupyter_client takes orjson when the
+    kernel can import it) and log records made at DEBUG only for a WARNING handler to drop them."""
+    code = "from ipykernel.kernelapp import IPKernelApp\napp = IPKernelApp.instance()\n"
+    out = sandbox_run(pool, code + "print(app.session.pack.__name__, app.log.isEnabledFor(10))")
+    assert out.stdout.strip() == "orjson_packer False", out
 
 
 def test_write_file_stays_in_the_work_dir(pool: KernelPool) -> None:
