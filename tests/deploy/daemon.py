@@ -4,7 +4,8 @@ No daemon runs on these machines by default and no registry is reachable, so the
 ``dockerd`` themselves in a folder of their own (no bridge, no iptables rules, no ip_forward
 change; builds and containers use the host's network and serve on 127.0.0.1), make a Debian base
 with ``debootstrap``, and take everything down afterwards: containers, images, the daemon, its
-mounts and its folder, even when a test failed.
+mounts and its folder, even when a test failed. A run that was killed cannot; the next run takes
+down what it left (:func:`sweep_dead_daemons`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -20,6 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 BASE_IMAGE = "omnienv-test-base:bookworm"
+PREFIX = "omnienv-docker-"
 MIRROR = "http://deb.debian.org/debian"
 READY_DEADLINE_S = 60.0
 
@@ -33,7 +36,8 @@ def private_daemon() -> Iterator[dict[str, str]]:
     """A dockerd of its own; yields the environment (``DOCKER_HOST``) that reaches it."""
     for program in ("dockerd", "docker", "debootstrap"):
         assert shutil.which(program), f"{program} is missing: run 'make system-deps' (docker.io, debootstrap)"
-    root = Path(tempfile.mkdtemp(prefix="omnienv-docker-"))
+    sweep_dead_daemons()
+    root = Path(tempfile.mkdtemp(prefix=PREFIX))
     socket = root / "docker.sock"
     env = {**os.environ, "DOCKER_HOST": f"unix://{socket}"}
     # nice: the builds run while the rest of the suite does, whose timing-sensitive tests come first
@@ -60,12 +64,51 @@ def private_daemon() -> Iterator[dict[str, str]]:
             daemon.kill()
             daemon.wait()
         log.close()
-        for mounted in (root / "exec" / "netns" / "default", root / "data" / "overlay2"):
-            subprocess.run(["umount", "-l", str(mounted)], capture_output=True)
-        subprocess.run(
-            ["sh", "-c", f"grep -o ' {root}[^ ]*' /proc/mounts | xargs -r -n1 umount -l"], capture_output=True
-        )
-        shutil.rmtree(root, ignore_errors=True)
+        _unmount_and_remove(root)
+
+
+def sweep_dead_daemons(base: str | None = None) -> list[Path]:
+    """Take down what killed runs left of their private daemons: the folders whose ``dockerd`` is
+    gone, with their mounts (overlays, network namespaces), their layers (gigabytes) and any process
+    still running from them (containerd, shims). Returns the folders removed."""
+    removed = []
+    for root in sorted(Path(base or tempfile.gettempdir()).glob(f"{PREFIX}*")):
+        if root.is_dir() and not root.is_symlink() and not _daemon_running(root):
+            _unmount_and_remove(root)
+            removed.append(root)
+    return removed
+
+
+def _daemon_running(root: Path) -> bool:
+    try:
+        pid = int((root / "dockerd.pid").read_text())
+    except (OSError, ValueError):  # no pid file yet (a daemon starting), or the folder is half made
+        return time.time() - root.stat().st_mtime < READY_DEADLINE_S * 10
+    try:
+        return str(root) in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    except OSError:  # gone (a pid reused by another program does not name this folder)
+        return False
+
+
+def _unmount_and_remove(root: Path) -> None:
+    for pid in _processes_naming(root):
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    for mounted in (root / "exec" / "netns" / "default", root / "data" / "overlay2"):
+        subprocess.run(["umount", "-l", str(mounted)], capture_output=True)
+    subprocess.run(["sh", "-c", f"grep -o ' {root}[^ ]*' /proc/mounts | xargs -r -n1 umount -l"], capture_output=True)
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def _processes_naming(root: Path) -> list[int]:
+    """Processes whose command line names ``root`` (a daemon's containerd and shims outlive it)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            with contextlib.suppress(OSError):
+                if str(root).encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+    return found
 
 
 def _remove_everything(env: dict[str, str]) -> None:
