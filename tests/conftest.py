@@ -42,6 +42,16 @@ IMAGE_WORKER = "gw0"
 """The worker that makes the images and runs tests/deploy."""
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Take down what killed runs left of their sandboxes (tests/leftovers.py), once a run: in the
+    controller of a pytest-xdist run, or in the only process of a plain one."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    from tests.leftovers import sweep_test_sandboxes
+
+    sweep_test_sandboxes()
+
+
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     if os.environ.get("PYTEST_XDIST_WORKER"):  # each worker collects all; the scheduler hands them out in this order
         rank = {prefix: index for index, prefix in enumerate(LONGEST_FIRST)}

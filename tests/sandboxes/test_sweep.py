@@ -36,3 +36,24 @@ def test_only_roots_of_dead_owners_are_swept() -> None:
         live.close()
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_a_killed_runs_test_sandboxes_and_idle_base_folders_are_swept(tmp_path: Path) -> None:
+    """tests/leftovers.py: what a run killed mid-test left in its tests' base folders."""
+    from tests.leftovers import sweep_test_sandboxes
+
+    killed, running = tmp_path / "oj-killed", tmp_path / "oj-running"
+    killed.mkdir()
+    running.mkdir()
+    dead = Sandbox(base_dir=str(killed))
+    os.close(dead._owner_lock)  # its owner died
+    live = Sandbox(base_dir=str(running))
+    try:
+        past = time.time() - 2 * 3600
+        for base in (killed, running):
+            os.utime(base, (past, past))
+        assert sweep_test_sandboxes(str(tmp_path)) == 1
+        assert not killed.exists()  # swept, then deleted: empty and idle
+        assert live.root.exists() and running.exists()  # a live sandbox keeps its base folder
+    finally:
+        live.close()
