@@ -2,8 +2,8 @@
 
 A test that drives sandboxes gives them a base folder of its own (``oj-*`` in the temp dir), so
 that it can count what they leave; a run killed mid-test leaves that folder, with sandboxes whose
-owner died (mounts, files, cgroups). The pools' own sweep looks only in their default folder, so
-the suite sweeps these itself (tests/conftest.py). The private Docker daemon's folders are swept
+owner died (mounts, files, cgroups). A pool sweeps only the folder it is given, and the next run's
+tests make new ones, so the suite sweeps these itself (tests/conftest.py). The private Docker daemon's folders are swept
 where the daemon is made (tests/deploy/daemon.py).
 """
 
