@@ -7,14 +7,17 @@ infrastructure failure (``EnvironmentFailure``) decides who is charged for it, s
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
+from typing import Any
 
 import pytest
 
 from omnienv.core import AgentCausedEnd, EnvironmentFailure
 from omnienv.sandboxes.cgroups import probe
-from omnienv.sandboxes.jupyter import KernelDiedError, KernelPool
+from omnienv.sandboxes.jupyter import JupyterSandbox, KernelDiedError, KernelPool
+from omnienv.sandboxes.jupyter.session import INTERRUPT_GRACE
 from tests.sandboxes.jupyter_sandboxes import (
     open_sandbox,
     run,
@@ -57,6 +60,37 @@ def test_a_fork_bomb_is_stopped_and_other_sessions_are_unaffected(pool: KernelPo
         finally:
             await bomb.close()
             await other.close()
+
+    run(go())
+
+
+def test_the_interrupt_grace_starts_once_the_cells_processes_are_killed(
+    pool: KernelPool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fork bomb's processes starve the kernel of the sandbox's CPU until they are killed, which
+    takes seconds on a loaded machine: the kernel's time to answer the interrupt starts after that."""
+    sent: list[Any] = []
+
+    def interrupt_later(self: JupyterSandbox, client: Any) -> None:
+        sent.append(client)
+
+    async def slow_kill(self: JupyterSandbox) -> int:
+        await asyncio.sleep(INTERRUPT_GRACE + 0.5)
+        for client in sent:  # the kernel could not have run before: the interrupt lands now
+            original_interrupt(self, client)
+        return 0
+
+    original_interrupt = JupyterSandbox._interrupt
+    monkeypatch.setattr(JupyterSandbox, "_interrupt", interrupt_later)
+    monkeypatch.setattr(JupyterSandbox, "_kill_strays", slow_kill)
+
+    async def go() -> None:
+        sandbox = await open_sandbox(pool)
+        try:
+            out = await sandbox.run_code("while True:\n    pass", 1)
+            assert sent and out.timed_out and sandbox.kernel.alive(), out
+        finally:
+            await sandbox.close()
 
     run(go())
 

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 __all__ = ["JupyterSandbox", "code_sandbox_work_dir", "open_code_sandbox"]
 
 INTERRUPT_GRACE = 3.0
-"""How long an interrupted cell has to stop before the episode ends."""
+"""How long an interrupted cell has to stop, once the processes it left are killed, before the episode ends."""
 POLL_INTERVAL = 0.25
 IDLE_GRACE = 1.0
 """After the reply, how long to wait for the kernel's idle status (a flood of output may drop it)."""
@@ -155,7 +155,9 @@ class JupyterSandbox:
                     )
                 self._interrupt(client)
                 stopped += await self._kill_strays()  # a child that ignores the interrupt must not hold the cell
-                interrupted, deadline = True, now + INTERRUPT_GRACE
+                # the grace starts once the strays are gone: a fork bomb's hundreds of processes share the
+                # sandbox's CPU quota with the kernel, which cannot answer the interrupt until they die
+                interrupted, deadline = True, loop.time() + INTERRUPT_GRACE
             try:
                 msg = await client.get_iopub_msg(timeout=min(POLL_INTERVAL, max(deadline - now, 0.001)))
             except queue.Empty:

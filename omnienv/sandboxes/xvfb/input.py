@@ -9,14 +9,14 @@ run through the display's deadline (``_blocking``). Keys and modifiers arrive va
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar
 
 from omnienv.sandboxes.desktop import (
     BUTTONS,
     CLICK_SETTLE,
-    MODIFIERS,
     SCROLL_BUTTONS,
     DesktopSession,
     drag_path,
@@ -29,6 +29,10 @@ __all__ = ["XInput"]
 
 T = TypeVar("T")
 MULTI_CLICK_GAP = 0.03
+DELIVERY_TIMEOUT = 5.0
+"""How long a pointer action waits for its release to be delivered (a window manager replays it)."""
+BUTTON_MASKS = {button: 1 << (7 + button) for button in range(1, 6)}
+"""X's state bit of each button that has one (Button1Mask...); 6 and 7, horizontal scroll, have none."""
 TYPE_CHUNK = 256
 
 
@@ -47,44 +51,70 @@ class XInput(DesktopSession):
             await asyncio.sleep(wait)
 
     async def click(self, x: int, y: int, button: str = "left", repeat: int = 1, held: str | None = None) -> None:
-        mods = [MODIFIERS[m] for m in modifiers(held)]
         code = BUTTONS[button]
-        for index in range(repeat):
-            if index:
-                await asyncio.sleep(MULTI_CLICK_GAP)
-            await self._blocking(self.x.buttons, [(code, True), (code, False)], (x, y), mods)
-        self._settle_until = time.monotonic() + CLICK_SETTLE
+        async with self._holding(held):
+            for index in range(repeat):
+                if index:
+                    await asyncio.sleep(MULTI_CLICK_GAP)
+                await self._blocking(self.x.buttons, [(code, True), (code, False)], (x, y))
+            await self._delivered(code)
 
     async def move(self, x: int, y: int) -> None:
         await self._blocking(self.x.move, x, y)
 
     async def mouse_button(self, pressed: bool, at: tuple[int, int] | None = None) -> None:
         await self._blocking(self.x.buttons, [(1, pressed)], at)
-        self._settle_until = time.monotonic() + CLICK_SETTLE
+        if pressed:  # held on purpose: its state stays down, and the window manager focuses meanwhile
+            self._settle_until = time.monotonic() + CLICK_SETTLE
+        else:
+            await self._delivered(1)
 
     async def drag(self, start: tuple[int, int], end: tuple[int, int], held: str | None = None) -> None:
         """Press, move in steps, release: window managers and apps start a drag on motion past a threshold."""
-        words = modifiers(held)
-        held_combos = parse_keys(" ".join(words)) if words else []  # each modifier pressed as a key
-        if held_combos:
-            await self._blocking(self.x.press_combos, held_combos, True, False)
-        try:
-            await self._blocking(self.x.buttons, [(1, True)], start)
-            await asyncio.sleep(0.05)
-            for point in drag_path(start, end):
-                await self._blocking(self.x.move, *point)
-                await asyncio.sleep(0.02)
-            await asyncio.sleep(0.05)
-        finally:
-            await self._blocking(self.x.buttons, [(1, False)])
-            if held_combos:
-                await self._blocking(self.x.press_combos, list(reversed(held_combos)), False, True)
-        self._settle_until = time.monotonic() + CLICK_SETTLE
+        async with self._holding(held):
+            try:
+                await self._blocking(self.x.buttons, [(1, True)], start)
+                await asyncio.sleep(0.05)
+                for point in drag_path(start, end):
+                    await self._blocking(self.x.move, *point)
+                    await asyncio.sleep(0.02)
+                await asyncio.sleep(0.05)
+            finally:
+                await self._blocking(self.x.buttons, [(1, False)])
+                await self._delivered(1)
 
     async def scroll(self, x: int, y: int, direction: str, amount: int, held: str | None = None) -> None:
-        mods = [MODIFIERS[m] for m in modifiers(held)]
         code = SCROLL_BUTTONS[direction]
-        await self._blocking(self.x.buttons, [(code, True), (code, False)] * amount, (x, y), mods)
+        async with self._holding(held):
+            await self._blocking(self.x.buttons, [(code, True), (code, False)] * amount, (x, y))
+            await self._delivered(code)
+
+    @contextlib.asynccontextmanager
+    async def _holding(self, held: str | None) -> AsyncIterator[None]:
+        """Keep ``held``'s modifiers pressed, as keys, until the pointer action inside was delivered."""
+        words = modifiers(held)
+        combos = parse_keys(" ".join(words)) if words else []
+        if combos:
+            await self._blocking(self.x.press_combos, combos, True, False)
+        try:
+            yield
+        finally:
+            if combos:
+                await self._blocking(self.x.press_combos, list(reversed(combos)), False, True)
+
+    async def _delivered(self, button: int) -> None:
+        """Wait, at most :data:`DELIVERY_TIMEOUT`, until the server has delivered ``button``'s release.
+
+        A window manager that grabs clicks to focus the window (openbox) freezes the pointer until
+        it replays the click to the app. Keys are not frozen: sent before the replay, they reach
+        the app first, with the button still down in their state (xcalc drops such digits), and a
+        modifier released meanwhile is missing from the click.
+        """
+        mask = BUTTON_MASKS.get(button, 0)
+        deadline = time.monotonic() + DELIVERY_TIMEOUT
+        while mask and await self._blocking(self.x.pointer_state) & mask and time.monotonic() < deadline:
+            await asyncio.sleep(0.002)
+        self._settle_until = time.monotonic() + CLICK_SETTLE
 
     async def type_text(self, text: str) -> None:
         await self._settle()

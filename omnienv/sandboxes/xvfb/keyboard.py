@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from omnienv.core.errors import ToolError
@@ -69,12 +69,6 @@ class Keyboard:
             del keymap[stale]
         keymap[keysym] = (code, False)
         return code, False
-
-    def modifier_codes(self, d: Any, names: Iterable[str]) -> list[int]:
-        """The keycodes of modifier keysym names (held around a click)."""
-        names = list(names)
-        keymap, empty = self._keymap(d) if names else ({}, [])
-        return [self._code(d, named_keysym(name), keymap, empty, set())[0] for name in names]
 
     def _shift(self, d: Any, keymap: Keymap, empty: list[int]) -> int:
         """Shift's keycode (mapped to a scratch keycode if a client took it off the keymap)."""

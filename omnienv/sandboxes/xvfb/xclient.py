@@ -134,25 +134,22 @@ class XClient:
         X, _, _ = _xlib()
         self.call(lambda d: (d.xtest_fake_input(X.MotionNotify, x=x, y=y), d.sync()))
 
-    def buttons(
-        self, events: Sequence[tuple[int, bool]], at: tuple[int, int] | None = None, held: Sequence[str] = ()
-    ) -> None:
-        """Move to ``at``, press ``held`` modifiers, send (button, pressed) events, release modifiers."""
+    def buttons(self, events: Sequence[tuple[int, bool]], at: tuple[int, int] | None = None) -> None:
+        """Move to ``at``, then send (button, pressed) events."""
         X, _, _ = _xlib()
 
         def run(d: Any) -> None:
             if at is not None:
                 d.xtest_fake_input(X.MotionNotify, x=at[0], y=at[1])
-            codes = self._keyboard.modifier_codes(d, held)
-            for code in codes:
-                d.xtest_fake_input(X.KeyPress, code)
             for button, pressed in events:
                 d.xtest_fake_input(X.ButtonPress if pressed else X.ButtonRelease, button)
-            for code in reversed(codes):
-                d.xtest_fake_input(X.KeyRelease, code)
             d.sync()
 
         self.call(run)
+
+    def pointer_state(self) -> int:
+        """The logical state of the buttons and modifiers (X's mask), as the next event will carry it."""
+        return self.call(lambda d: d.screen().root.query_pointer().mask)
 
     def pointer(self) -> tuple[int, int]:
         def run(d: Any) -> tuple[int, int]:
