@@ -1,7 +1,7 @@
-"""The pool of real sandboxed kernels the Jupyter sandbox tests share.
+"""What the sandbox tests share: the pool of real sandboxed kernels, and a fresh X display.
 
-Module-scoped: each test module that asks for ``pool`` starts one of its own (and checks that
-it stops every kernel), and its tests share the ready kernels instead of each waiting for one.
+``pool`` is module-scoped: each test module that asks for it starts one of its own (and checks
+that it stops every kernel), and its tests share the ready kernels instead of each waiting for one.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from omnienv.sandboxes.jupyter import KernelPool
+from omnienv.sandboxes.xvfb import XvfbDisplay
 
 
 @pytest.fixture(scope="module")
@@ -21,3 +22,12 @@ def pool() -> Iterator[KernelPool]:
     finally:
         pool.close()
     assert not pool.live_kernels()
+
+
+@pytest.fixture
+def display() -> Iterator[XvfbDisplay]:
+    started = XvfbDisplay.start()
+    try:
+        yield started
+    finally:
+        started.close_now()

@@ -52,15 +52,6 @@ def live(pid: int) -> bool:
         return False
 
 
-@pytest.fixture
-def display() -> Iterator[XvfbDisplay]:
-    started = XvfbDisplay.start()
-    try:
-        yield started
-    finally:
-        started.close_now()
-
-
 def test_displays_get_free_numbers_and_are_reaped_with_everything() -> None:
     first, second = XvfbDisplay.start(), XvfbDisplay.start()
     try:

@@ -12,7 +12,6 @@ import asyncio
 import os
 import signal
 import time
-from collections.abc import Iterator
 
 import pytest
 
@@ -27,15 +26,6 @@ pytestmark = pytest.mark.skipif(
 
 DISPLAY_AT = (120, 70)
 """A point on xcalc's display, the calculator placed at +40+40."""
-
-
-@pytest.fixture
-def display() -> Iterator[XvfbDisplay]:
-    started = XvfbDisplay.start()
-    try:
-        yield started
-    finally:
-        started.close_now()
 
 
 def window_manager_pid(display: XvfbDisplay) -> int:
