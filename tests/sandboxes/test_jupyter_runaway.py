@@ -48,12 +48,19 @@ def test_a_fork_bomb_is_stopped_and_other_sessions_are_unaffected(pool: KernelPo
         bomb, other = await open_sandbox(pool), await open_sandbox(pool)
         try:
             await other.run_code("kept = 7")
-            out = await bomb.run_code("import os\nwhile True:\n    os.fork()", 5)
-            assert not out.success and out.error is not None  # stopped by the limits, or at the time limit
-            assert out.timed_out or out.error.name == "BlockingIOError", out
-            assert bomb.kernel.stray_processes() == 0 and "were stopped" in out.notes[-1]
-            out = await bomb.run_code("print('fresh')")
-            assert out.stdout == "fresh\n"
+            try:
+                out = await bomb.run_code("import os\nwhile True:\n    os.fork()", 5)
+            except AgentCausedEnd as end:
+                # The interrupt can be lost: a SIGINT that lands while the kernel runs one of its
+                # modules' at-fork hooks (logging's lock) is swallowed by Python ("Exception ignored
+                # in"), and the loop forks on. Then the cell did not stop, and the episode is over.
+                assert end.reason == "time_limit" and not bomb.kernel.alive() and not bomb.kernel.pids(), end
+            else:
+                assert not out.success and out.error is not None  # stopped by the limits, or at the time limit
+                assert out.timed_out or out.error.name == "BlockingIOError", out
+                assert bomb.kernel.stray_processes() == 0 and "were stopped" in out.notes[-1]
+                out = await bomb.run_code("print('fresh')")
+                assert out.stdout == "fresh\n"
             started = time.monotonic()
             out = await other.run_code("kept")
             assert out.results == ["7"] and time.monotonic() - started < 2
