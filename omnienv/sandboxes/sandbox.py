@@ -48,6 +48,7 @@ from omnienv.sandboxes.bubblewrap import (
     gate_taken,
 )
 from omnienv.sandboxes.cgroups import Cgroup, probe
+from omnienv.sandboxes.procfs import process_tree
 from omnienv.sandboxes.tmpfs import mount_tmpfs, remove_tree, unmount
 
 __all__ = ["Sandbox", "preflight", "sweep_stale"]
@@ -55,25 +56,6 @@ __all__ = ["Sandbox", "preflight", "sweep_stale"]
 logger = logging.getLogger("omnienv.sandbox")
 
 _LOCK = "owner.lock"
-
-
-def _children(pid: int) -> list[int]:
-    found: list[int] = []
-    with contextlib.suppress(OSError):
-        for task in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{task}/children") as f:
-                found.extend(int(child) for child in f.read().split())
-    return found
-
-
-def process_tree(pid: int) -> list[int]:
-    """``pid`` and its descendants, parents first."""
-    found, todo = [], [pid]
-    while todo:
-        current = todo.pop()
-        found.append(current)
-        todo.extend(_children(current))
-    return found
 
 
 class Sandbox:

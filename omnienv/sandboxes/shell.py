@@ -37,7 +37,8 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from omnienv.sandboxes.sandbox import Sandbox, process_tree
+from omnienv.sandboxes.procfs import process_tree
+from omnienv.sandboxes.sandbox import Sandbox
 
 __all__ = ["CommandResult", "SandboxShell"]
 

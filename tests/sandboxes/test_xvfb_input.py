@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from omnienv.sandboxes.sandbox import process_tree
+from omnienv.sandboxes.procfs import process_tree
 from omnienv.sandboxes.xvfb import XvfbDisplay, missing_programs
 from omnienv.sandboxes.xvfb.input import BUTTON_MASKS
 

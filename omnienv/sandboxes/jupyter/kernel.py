@@ -30,7 +30,8 @@ from omnienv.sandboxes.cells import OutputLimits
 from omnienv.sandboxes.jupyter.errors import KernelDiedError, SandboxStartError
 from omnienv.sandboxes.jupyter.packages import KERNEL_PACKAGES, SITE, KernelView, kernel_view
 from omnienv.sandboxes.polling import wait
-from omnienv.sandboxes.sandbox import Sandbox, process_tree
+from omnienv.sandboxes.procfs import process_state, process_tree
+from omnienv.sandboxes.sandbox import Sandbox
 
 __all__ = ["KERNEL_ENV", "PREFIX", "RUN", "SandboxedKernel", "kernel_limits"]
 
@@ -80,14 +81,6 @@ def kernel_limits(limits: OutputLimits) -> dict[str, int]:
         "image_chars": (limits.image_bytes + 2) // 3 * 4,
         "items": 200,
     }
-
-
-def _zombie(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rpartition(b")")[2].split()[0] == b"Z"
-    except (OSError, IndexError):
-        return True  # gone
 
 
 class SandboxedKernel:
@@ -236,7 +229,7 @@ class SandboxedKernel:
             found = self.sandbox.cgroup.pids()
         else:
             found = set(process_tree(self.process.pid)) if self.process and self.process.poll() is None else set()
-        return {pid for pid in found if pid in self.baseline or not _zombie(pid)}
+        return {pid for pid in found if pid in self.baseline or process_state(pid) not in (None, "Z")}
 
     def process_tree(self) -> list[int]:
         """The pids of the sandbox's processes, parents first (bwrap's own included)."""

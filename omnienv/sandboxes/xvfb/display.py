@@ -33,11 +33,12 @@ from typing import IO, Any, TypeVar
 from omnienv.core.errors import AgentCausedEnd
 from omnienv.sandboxes.bubblewrap import HOME, Limits
 from omnienv.sandboxes.desktop import App, CommandResult, DisplayError, Window
+from omnienv.sandboxes.procfs import cpu_ticks, running
 from omnienv.sandboxes.sandbox import Sandbox
 from omnienv.sandboxes.xvfb.capture import Grabber
 from omnienv.sandboxes.xvfb.homes import Homes
 from omnienv.sandboxes.xvfb.input import XInput
-from omnienv.sandboxes.xvfb.launch import AppLog, cpu_ticks, on_spawner, program_pid, require_sandbox, running
+from omnienv.sandboxes.xvfb.launch import AppLog, on_spawner, program_pid, require_sandbox
 from omnienv.sandboxes.xvfb.server import XServer, missing_programs
 from omnienv.sandboxes.xvfb.shell import SandboxShell
 from omnienv.sandboxes.xvfb.xclient import XClient, XConnectionLost

@@ -10,9 +10,10 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
+from omnienv.sandboxes.procfs import children
 from omnienv.sandboxes.sandbox import preflight
 
-__all__ = ["AppLog", "cpu_ticks", "on_spawner", "program_pid", "require_sandbox", "running"]
+__all__ = ["AppLog", "on_spawner", "program_pid", "require_sandbox"]
 
 T = TypeVar("T")
 
@@ -50,43 +51,13 @@ class AppLog:
                 os.close(fd)
 
 
-def _child(pid: int) -> int | None:
-    with contextlib.suppress(OSError):
-        for task in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{task}/children") as f:
-                children = f.read().split()
-            if children:
-                return int(children[0])
-    return None
-
-
-def running(pid: int | None) -> bool:
-    if pid is None:
-        return False
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except OSError:
-        return False
-
-
-def cpu_ticks(pid: int) -> int | None:
-    """The CPU time a process has used so far (user + system, in clock ticks), None once it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return int(fields[11]) + int(fields[12])
-
-
 def program_pid(process: subprocess.Popen[bytes], timeout: float = 5.0) -> int | None:
     """The host pid of the program bwrap runs (bwrap -> its pid 1 -> the program), once it exists."""
     deadline = time.monotonic() + timeout
     while process.poll() is None and time.monotonic() < deadline:
-        init = _child(process.pid)
-        program = _child(init) if init is not None else None
-        if program is not None:
-            return program
+        init = children(process.pid)
+        program = children(init[0]) if init else []
+        if program:
+            return program[0]
         time.sleep(0.001)
     return None
