@@ -292,19 +292,19 @@ class ProxyApp:
                 content = await answer.aread()
             except UNREACHABLE as exc:
                 return await _reply(send, *self._unreachable(exc))
+            data = _loads(content) if answer.status < 400 else None
+            if not isinstance(data, dict):
+                return await _reply(send, answer.status, content, _kept(answer))
+            if api == "chat":
+                tokens = chat_tokens(data)
+                strip_chat(data, asked)
+            else:
+                tokens = response_tokens(data)
+                strip_response(data, asked)
+            record(data, tokens, False)
+            await _reply(send, answer.status, orjson.dumps(data), [(b"content-type", _JSON)])
         finally:
-            await answer.aclose()
-        data = _loads(content) if answer.status < 400 else None
-        if not isinstance(data, dict):
-            return await _reply(send, answer.status, content, _kept(answer))
-        if api == "chat":
-            tokens = chat_tokens(data)
-            strip_chat(data, asked)
-        else:
-            tokens = response_tokens(data)
-            strip_response(data, asked)
-        record(data, tokens, False)
-        await _reply(send, answer.status, orjson.dumps(data), [(b"content-type", _JSON)])
+            await answer.aclose()  # once the harness has its answer: handing the connection back is off the call's path
 
     async def _stream(self, send: Send, receive: Receive, answer: httpcore.Response, relay: _Relay) -> None:
         """Pass the events on as they come; stop (closing the upstream's connection, which ends its
