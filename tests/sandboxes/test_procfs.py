@@ -9,7 +9,7 @@ import time
 from omnienv.sandboxes.procfs import children, cpu_ticks, process_state, process_tree, running
 
 
-def test_a_tree_its_states_and_a_zombie_are_read_as_the_kernel_tells_them() -> None:
+def test_a_tree_its_state_and_its_cpu_time_are_read_until_it_is_gone() -> None:
     # a parent that starts a child and prints its pid, then waits to be told to go
     script = (
         "import subprocess, sys; c = subprocess.Popen(['sleep', '60']); print(c.pid, flush=True); "
@@ -27,7 +27,7 @@ def test_a_tree_its_states_and_a_zombie_are_read_as_the_kernel_tells_them() -> N
         assert children(parent.pid) == [child]
         assert process_tree(parent.pid) == [parent.pid, child]
         assert running(parent.pid) and running(child)
-        assert process_state(child) in ("S", "R")
+        assert process_state(child) not in (None, "Z", "X")
         ticks = cpu_ticks(parent.pid)
         assert ticks is not None and ticks >= 0
     finally:
