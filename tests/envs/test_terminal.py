@@ -11,6 +11,7 @@ import pytest
 from omnienv.client import WebSocketClient
 from omnienv.core import ToolCall, UnknownEnvironmentError, check_env, load_environment
 from omnienv.envs.terminal import HarborTaskError, Terminal, find_tasks, harbor_environment, read_task
+from omnienv.envs.terminal.hazards import verifier_hazards
 from omnienv.envs.terminal.oracle import solution_calls
 from tests.server.conftest import serve
 
@@ -20,7 +21,7 @@ GRADE = """#!/bin/bash
 score=0
 [ "$(cat /app/out.txt 2>/dev/null)" = "42" ] && score=$((score+1))
 [ "$(cat /app/keep.txt 2>/dev/null)" = "keep" ] && [ -f /app/out.txt ] && score=$((score+1))
-printf '{"reward": %s, "checks": %s}' "$(python3 -c "print($score/2)")" "$score" > /logs/verifier/reward.json
+printf '{"reward": %s, "checks": %s}' "$(python3 -I -c "print($score/2)")" "$score" > /logs/verifier/reward.json
 """
 
 
@@ -189,6 +190,56 @@ def test_what_the_verifier_writes_is_read_strictly(tmp_path: Path, writes: str, 
         assert note in env.state().fields["verifier"]["note"]
     finally:
         env.close()
+
+
+JSON_CHECK = """#!/bin/bash
+cd /app
+if python3 {flags}-c 'import json; assert json.load(open("out.json"))["x"] == 42'; then r=1; else r=0; fi
+echo $r > /logs/verifier/reward.txt
+"""
+
+
+@pytest.mark.parametrize("flags", ["", "-I "], ids=["python3 -c", "python3 -I -c"])
+def test_a_verifier_that_lets_the_agents_modules_shadow_its_own_is_named_on_reading(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, flags: str
+) -> None:
+    """``python3 -c`` from the workspace imports the agent's json.py before the standard library's:
+    reading such a task warns with the line and the fix, and the fixed line is not fooled."""
+    task = make_task(tmp_path, test=JSON_CHECK.format(flags=flags))
+    env = harbor_environment(task)()
+    try:
+        shadow = "printf 'def load(f):\\n    return {\"x\": 42}\\n' > json.py && echo '{}' > out.json"
+        fooled = play(env, "train/answer", shadow)
+        honest = play(env, "train/answer", "echo '{\"x\": 42}' > out.json")
+    finally:
+        env.close()
+    warned = "test.sh line 3 runs 'python3 -c' from the working directory" in caplog.text
+    assert (fooled, honest, warned) == ((1.0, 1.0, True) if flags == "" else (0.0, 1.0, False)), caplog.text
+    if warned:
+        assert "'answer'" in caplog.text and "python3 -I -c" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("line", "named"),
+    [
+        ("python3 -m pytest /tests/test_outputs.py -q", "python3 -m"),
+        ("if python3 -Bc 'import x'; then echo; fi", "python3 -c"),
+        ('r=$(/usr/bin/python3.11 -W ignore -c "print(1)")', "python3.11 -c"),
+        ("python3 - <<EOF", "python3 -"),
+        ("cat /tests/check.py | python", "python -"),
+        ("python3 -I -c 'import json'", None),
+        ("python3 -Ic x && python3 -P -m unittest", None),
+        ("python3 -Wignore -I -m unittest", None),
+        ("python3 /tests/grade.py  # a script: its own directory goes first", None),
+        ("command -v python3 >/dev/null || exit 1", None),
+        ("# python3 -c 'a comment'", None),
+        ("python3 --version", None),
+    ],
+)
+def test_verifier_hazards_are_python_lines_that_put_the_working_directory_first(line: str, named: str | None) -> None:
+    found = verifier_hazards(f"#!/bin/bash\n{line}\n")
+    assert [hazard.split("'")[1] for hazard in found] == ([named] if named else []), found
+    assert all(hazard.startswith("test.sh line 2 ") for hazard in found)
 
 
 def test_a_failing_setup_is_an_infrastructure_failure_never_a_score(tmp_path: Path) -> None:

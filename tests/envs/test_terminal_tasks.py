@@ -35,3 +35,7 @@ def test_the_oracle_solves_every_task_and_an_idle_agent_none() -> None:
     assert [(e.task_id, e.reward) for e in idle if e.reward != 0.0 or e.failure] == []
     assert len(solved) == len(idle) == len(TASKS) >= 40
     assert solved_summary.success_rate == 1.0 and idle_summary.success_rate == 0.0
+
+
+def test_no_shipped_verifier_lets_the_agents_files_into_its_grader() -> None:
+    assert {task.id: task.hazards for task in Terminal.harbor_tasks().values() if task.hazards} == {}

@@ -33,6 +33,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from omnienv.core import EnvironmentDefinitionError
+from omnienv.envs.terminal.hazards import verifier_hazards
 
 __all__ = ["BuildStep", "HarborTask", "HarborTaskError", "find_tasks", "read_task"]
 
@@ -95,6 +96,8 @@ class HarborTask:
     storage_mb: int = 1024
     base_image: str = ""
     config: Mapping[str, Any] = field(default_factory=dict)
+    hazards: tuple[str, ...] = ()
+    """Lines of ``tests/test.sh`` that let the agent's files run in its grader (logged on reading)."""
 
     @property
     def tests_dir(self) -> Path:
@@ -144,6 +147,7 @@ def read_task(path: Path, task_id: str | None = None, root: Path | None = None) 
         storage_mb=int(storage),
         base_image=base,
         config=config,
+        hazards=tuple(verifier_hazards((path / "tests" / "test.sh").read_text(errors="replace"))),
     )
 
 
@@ -155,15 +159,22 @@ def find_tasks(root: Path) -> tuple[HarborTask, ...]:
     that cannot run raises, and so does a folder where none can.
     """
     root = root.resolve()
-    if (root / "instruction.md").is_file():
-        return (read_task(root),)
     found, refused = [], []
-    for instruction in sorted(root.rglob("instruction.md")):
-        task_dir = instruction.parent
-        try:
-            found.append(read_task(task_dir, task_dir.relative_to(root).as_posix(), root))
-        except HarborTaskError as exc:
-            refused.append(exc.message)
+    if (root / "instruction.md").is_file():
+        found.append(read_task(root))
+    else:
+        for instruction in sorted(root.rglob("instruction.md")):
+            task_dir = instruction.parent
+            try:
+                found.append(read_task(task_dir, task_dir.relative_to(root).as_posix(), root))
+            except HarborTaskError as exc:
+                refused.append(exc.message)
+    hazards = [f"'{task.id}': {hazard}" for task in found for hazard in task.hazards]
+    if hazards:
+        logger.warning(
+            "%d line(s) of Harbor verifiers under %s let the agent's files into the grader:\n  %s",
+            len(hazards), root, "\n  ".join(hazards),
+        )  # fmt: skip
     if refused:
         logger.warning("%d Harbor task(s) under %s cannot run here:\n  %s", len(refused), root, "\n  ".join(refused))
     if not found:
