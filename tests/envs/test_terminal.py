@@ -192,6 +192,68 @@ def test_what_the_verifier_writes_is_read_strictly(tmp_path: Path, writes: str, 
         env.close()
 
 
+TB2_VERIFIER = """#!/bin/bash
+apt-get update
+apt-get install -y curl
+curl -LsSf https://astral.sh/uv/0.9.5/install.sh | sh
+uvx -p 3.13 -w pytest==8.4.1 pytest /tests/test_outputs.py -rA
+"""
+
+
+@pytest.mark.parametrize(
+    ("line", "why"),
+    [
+        (TB2_VERIFIER, "line 5 (curl -LsSf https://astral.sh/uv/0.9.5/install.sh | sh) downloads from astral.sh"),
+        ("pip3 install pytest==8.4.1 && python3 -m pytest /tests", "(pip3 install)"),
+        (
+            "python3 -m pip install \\\n  -r /tests/requirements.txt",
+            "over the network (python3 -m pip install)",
+        ),
+        ("cd /tmp && git clone git@github.com:org/repo.git", "downloads from github.com"),
+        ("npx jest /tests", "over the network (npx)"),
+        (
+            "sudo apt-get install -y curl omnienv-no-such-package",
+            "installs packages this host lacks (omnienv-no-such-package)",
+        ),
+        ("curl -sf http://localhost:8000/health && wget -qO- http://127.0.0.1:8000/ http://[::1]:8000/", None),
+        ("apt-get update; apt-get install -y git bash; pip install --no-index /app/dist/*.whl", None),
+        ("# pip install pytest (done in the image)\ngit -C /app log --oneline", None),
+    ],
+)
+def test_a_verifier_that_needs_the_network_is_refused_naming_its_line(
+    tmp_path: Path, line: str, why: str | None
+) -> None:
+    """The verifier runs with no network: a test.sh that fetches its tools would grade every episode 0."""
+    task = make_task(tmp_path, test=f"#!/bin/bash\n{line}\necho 1 > /logs/verifier/reward.txt\n")
+    if why is None:
+        assert read_task(task).id == "answer"
+        return
+    with pytest.raises(HarborTaskError, match=r"needs a container: tests/test\.sh line") as caught:
+        read_task(task)
+    assert why in caught.value.message and "no network" in caught.value.message, caught.value.message
+
+
+def test_a_verifier_that_installs_what_the_host_has_runs_set_e_and_all(tmp_path: Path) -> None:
+    """As a Dockerfile's ``apt-get install`` of the host's packages is met at setup, a test.sh's is met
+    in the verifier, which has no network and a read-only system: ``apt-get`` there does nothing and
+    succeeds, or fails plainly for what it cannot do."""
+    verifier = (
+        "#!/bin/bash\nset -euo pipefail\napt-get update\napt-get install -y --no-install-recommends git bash\n"
+        "DEBIAN_FRONTEND=noninteractive apt -qq -y install git && apt-get clean\n"
+        "if apt-get purge -y git 2>/logs/verifier/purge.txt; then exit 1; fi\n"
+        'grep -q "not available here" /logs/verifier/purge.txt\n'
+        'solved=0; [ "$(cat /app/out.txt 2>/dev/null)" = "42" ] && solved=1\n'
+        "echo $solved > /logs/verifier/reward.txt\n"
+    )
+    env = harbor_environment(make_task(tmp_path, test=verifier))()
+    try:
+        assert play(env, "train/answer", "echo 42 > out.txt") == 1.0, env.state().fields
+        assert play(env, "train/answer") == 0.0
+        assert env.state().fields["verifier"]["note"] == ""
+    finally:
+        env.close()
+
+
 JSON_CHECK = """#!/bin/bash
 cd /app
 if python3 {flags}-c 'import json; assert json.load(open("out.json"))["x"] == 42'; then r=1; else r=0; fi

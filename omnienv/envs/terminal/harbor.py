@@ -15,7 +15,8 @@ apt-get install -y ...``) is met by the host when it has every one of them insta
 is read but not pulled; ``USER``, ``EXPOSE``, ``CMD``, ``ENTRYPOINT``, ``LABEL`` and the like
 change nothing the agent sees. Anything that needs the image itself (a package the host lacks,
 any other download, files outside the working directory, a ``docker-compose.yaml``) makes
-:func:`read_task` refuse the task, naming the line.
+:func:`read_task` refuse the task, naming the line; so does a ``tests/test.sh`` that downloads or
+installs software (:mod:`omnienv.envs.terminal.offline`).
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ import json
 import logging
 import re
 import shlex
-import subprocess
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -34,13 +34,13 @@ from typing import Any
 
 from omnienv.core import EnvironmentDefinitionError
 from omnienv.envs.terminal.hazards import verifier_hazards
+from omnienv.envs.terminal.offline import host_has_package, installs_over_network, script_needs, system_packages
 
 __all__ = ["BuildStep", "HarborTask", "HarborTaskError", "find_tasks", "read_task"]
 
 logger = logging.getLogger("omnienv.terminal")
 
 DEFAULT_WORKDIR = "/app"
-_NETWORK = re.compile(r"\b(apt-get|apt|apk|yum|dnf|pip3?|uv|uvx|npm|npx|curl|wget|conda|gem|cargo)\s+\S", re.I)
 _IGNORED = {
     "USER",
     "EXPOSE",
@@ -124,6 +124,14 @@ def read_task(path: Path, task_id: str | None = None, root: Path | None = None) 
     dockerfile = path / "environment" / "Dockerfile"
     base, workdirs, steps, env = _read_dockerfile(dockerfile, name) if dockerfile.is_file() else ("", [], [], {})
     mount = workdirs[0] if workdirs else DEFAULT_WORKDIR
+    verifier = (path / "tests" / "test.sh").read_text(errors="replace")
+    needs = script_needs(verifier)
+    if needs:
+        number, line, why = needs[0]
+        raise HarborTaskError(
+            f"task '{name}' needs a container: tests/test.sh line {number} ({line[:80]}) {why}; "
+            "its verifier runs container-free, on the host's read-only system with no network"
+        )
     metadata = dict(config.get("metadata", {}))
     environment = config.get("environment", {})
     memory = environment.get("memory_mb") or _megabytes(environment.get("memory")) or 2048
@@ -147,7 +155,7 @@ def read_task(path: Path, task_id: str | None = None, root: Path | None = None) 
         storage_mb=int(storage),
         base_image=base,
         config=config,
-        hazards=tuple(verifier_hazards((path / "tests" / "test.sh").read_text(errors="replace"))),
+        hazards=tuple(verifier_hazards(verifier)),
     )
 
 
@@ -308,44 +316,12 @@ def _read_dockerfile(path: Path, name: str) -> tuple[str, list[str], list[BuildS
                 if missing:
                     raise refuse(number, line, f"installs packages this host lacks ({', '.join(missing)})")
                 continue
-            if _NETWORK.search(command):
+            if installs_over_network(command):
                 raise refuse(number, line, "installs software over the network")
             steps.append(BuildStep("run", command=command, cwd=cwd, env=tuple(env.items())))
         elif keyword not in _IGNORED and keyword != "ONBUILD":
             raise refuse(number, line, f"uses {keyword}, which only an image build can honour")
     return base, workdirs, steps, env
-
-
-_APT_NOOP = re.compile(r"^(apt-get|apt) (update|clean|autoclean)( -\S+)*$|^rm -rf /var/lib/apt/lists(/\*)?$")
-_APT_INSTALL = re.compile(r"^(DEBIAN_FRONTEND=\S+ )?(apt-get|apt) install\b(.*)$")
-
-
-def system_packages(command: str) -> list[str] | None:
-    """The Debian packages a RUN line only installs (``apt-get update && apt-get install -y ...``),
-    or None when the line does anything else."""
-    packages: list[str] = []
-    for segment in re.split(r"&&|;|\n", command):
-        segment = " ".join(segment.split())
-        if not segment or _APT_NOOP.match(segment):
-            continue
-        install = _APT_INSTALL.match(segment)
-        if install is None:
-            return None
-        packages += [word.split("=")[0] for word in install.group(3).split() if not word.startswith("-")]
-    return packages or None
-
-
-@cache
-def host_has_package(package: str) -> bool:
-    """Whether this (Debian-based) host has ``package`` installed, so the sandbox, which mounts the
-    host's system read-only, has what the image would have installed."""
-    try:
-        found = subprocess.run(
-            ["dpkg-query", "-W", "-f=${Status}", package], capture_output=True, text=True, timeout=10, check=False
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return found.returncode == 0 and found.stdout.endswith("installed") and "not-installed" not in found.stdout
 
 
 def _env_pairs(arguments: str) -> dict[str, str]:

@@ -38,6 +38,23 @@ GRADER_LIBRARY = Path(__file__).parent / "tasks" / "_shared"
 REQUIRE_NESTING = {"OMNIENV_VERIFIER": "1"}
 """Tells the shipped graders they run here, where they must nest (a task's ``ENV`` cannot undo it)."""
 VERIFIER_ENV = {**SANDBOX_ENV, **REQUIRE_NESTING}
+SHIMS = "/opt/omnienv/bin"
+"""Where the verifier finds :data:`APT_SHIM` as ``apt-get`` and ``apt``, first on its ``PATH``."""
+APT_SHIM = b"""#!/bin/sh
+# A container-free verifier's system is the host's, read-only and offline: reading the task checked
+# that the host has every package this test.sh installs, so installing, updating and cleaning are done.
+for word in "$@"; do
+  case "$word" in
+    -*) ;;
+    install|update|upgrade|clean|autoclean|autoremove) exit 0 ;;
+    *) break ;;
+  esac
+done
+echo "apt-get $*: not available here (a container-free verifier: the host's read-only system, no network)" >&2
+exit 100
+"""
+"""``apt-get`` for the verifier: Harbor's verifiers install their tools before they run (``set -e``
+and all), and the host's packages, like a Dockerfile's ``apt-get install`` at setup, stand in for them."""
 
 _REWARD_BYTES = 65_536
 _LOG_BYTES = 4_000
@@ -60,14 +77,20 @@ def verify(task: HarborTask, workspace: Path, limits: Limits) -> Verdict:
         copy_tree(task.tests_dir, tests, follow_within=task.root)
         logs = sandbox.run_dir / "verifier"
         logs.mkdir()
+        shims = sandbox.root / "shims"
+        shims.mkdir()
+        for name in ("apt-get", "apt"):
+            (shims / name).write_bytes(APT_SHIM)
+            (shims / name).chmod(0o555)
         log_file = sandbox.root / "verifier.log"
         script = 'cd "$1" && exec bash /tests/test.sh'
+        path = task.env.get("PATH") or SANDBOX_ENV["PATH"]
         with open(log_file, "wb") as log:
             process = sandbox.spawn(
                 ["bash", "-c", script, "verifier", task.workdir],
-                env={**SANDBOX_ENV, **task.env, **REQUIRE_NESTING},
+                env={**SANDBOX_ENV, **task.env, **REQUIRE_NESTING, "PATH": f"{SHIMS}:{path}"},
                 binds=[*workspace_binds(sandbox, task), (str(logs), "/logs/verifier")],
-                files=[(str(tests), "/tests")],
+                files=[(str(tests), "/tests"), (str(shims), SHIMS)],
                 stdout=log,
                 stderr=log,
             )
