@@ -219,6 +219,7 @@ uvx -p 3.13 -w pytest==8.4.1 pytest /tests/test_outputs.py -rA
         ("apt-get update; apt-get install -y git bash; pip install --no-index /app/dist/*.whl", None),
         ("# pip install pytest (done in the image)\ngit -C /app log --oneline", None),
     ],
+    ids=["terminal-bench", "pip", "pip-continued", "git-clone", "npx", "apt-missing", "loopback", "offline", "comment"],
 )
 def test_a_verifier_that_needs_the_network_is_refused_naming_its_line(
     tmp_path: Path, line: str, why: str | None
