@@ -255,6 +255,38 @@ def test_a_verifier_that_installs_what_the_host_has_runs_set_e_and_all(tmp_path:
         env.close()
 
 
+def test_task_toml_env_reaches_the_verifier_and_the_oracle_and_never_the_agent(tmp_path: Path) -> None:
+    verifier = (
+        '#!/bin/bash\n[ "$(cat /app/out.txt)" = "$EXPECTED" ] && r=1 || r=0\necho $r > /logs/verifier/reward.txt\n'
+    )
+    tables = '[verifier.env]\nEXPECTED = "forty-two"\n[solution.env]\nANSWER = "forty-two"\n'
+    task = make_task(tmp_path, test=verifier, solve='echo "$ANSWER" > out.txt\n', toml_extra=tables)
+    assert (read_task(task).verifier_env, read_task(task).solution_env) == (
+        {"EXPECTED": "forty-two"},
+        {"ANSWER": "forty-two"},
+    )
+    env = harbor_environment(task)()
+    try:
+        env.reset("train/answer")
+        seen = env.step(ToolCall("run", {"command": 'echo "[$EXPECTED$ANSWER]"; echo "$EXPECTED" > out.txt'}))
+        assert "[]" in seen.observation.text, "task.toml's env is the verifier's and the oracle's, not the agent's"
+        assert env.step(ToolCall("submit", {})).reward == 0.0
+        env.reset("train/answer")
+        results = [env.step(call) for call in solution_calls(read_task(task))]
+        assert results[-1].reward == 1.0, results[-1]
+    finally:
+        env.close()
+    for bad, why in [
+        ('KEY = "${OPENAI_API_KEY}"', "reads a variable of the host"),
+        ('"A-B" = "1"', "no variable name"),
+    ]:
+        (task / "task.toml").write_text(
+            (task / "task.toml").read_text().split("[verifier.env]")[0] + f"[verifier.env]\n{bad}\n"
+        )
+        with pytest.raises(HarborTaskError, match=why):
+            read_task(task)
+
+
 JSON_CHECK = """#!/bin/bash
 cd /app
 if python3 {flags}-c 'import json; assert json.load(open("out.json"))["x"] == 42'; then r=1; else r=0; fi

@@ -96,6 +96,10 @@ class HarborTask:
     storage_mb: int = 1024
     base_image: str = ""
     config: Mapping[str, Any] = field(default_factory=dict)
+    verifier_env: Mapping[str, str] = field(default_factory=dict)
+    """``[verifier] env``: variables ``test.sh`` runs with, over the Dockerfile's ``ENV``."""
+    solution_env: Mapping[str, str] = field(default_factory=dict)
+    """``[solution] env``: variables the oracle's ``solve.sh`` runs with."""
     hazards: tuple[str, ...] = ()
     """Lines of ``tests/test.sh`` that let the agent's files run in its grader (logged on reading)."""
 
@@ -147,6 +151,8 @@ def read_task(path: Path, task_id: str | None = None, root: Path | None = None) 
         mount=mount,
         steps=tuple(steps),
         env=env,
+        verifier_env=_table_env(config, "verifier", name),
+        solution_env=_table_env(config, "solution", name),
         verifier_timeout=float(config.get("verifier", {}).get("timeout_sec", 600.0)),
         agent_timeout=float(config.get("agent", {}).get("timeout_sec", 1800.0)),
         build_timeout=float(environment.get("build_timeout_sec", 600.0)),
@@ -204,6 +210,22 @@ def _check_links(path: Path, name: str, root: Path) -> None:
 
 
 # -- task.toml and the Dockerfile ----------------------------------------------------------------
+
+
+def _table_env(config: Mapping[str, Any], table: str, name: str) -> dict[str, str]:
+    """``[table] env`` of task.toml: literal values only, as the sandbox passes on no host variable."""
+    env = (config.get(table) or {}).get("env") or {}
+    if not isinstance(env, dict):
+        raise HarborTaskError(f"task '{name}': [{table}] env must be a table of NAME = \"value\"")
+    for key, value in env.items():
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", str(key)):
+            raise HarborTaskError(f"task '{name}': [{table}] env has {key!r}, which is no variable name")
+        if isinstance(value, str) and re.search(r"\$\{?[A-Za-z_]", value):
+            raise HarborTaskError(
+                f"task '{name}' needs a container: [{table}] env {key} = {value!r} reads a variable of the "
+                "host, and container-free sandboxes are given none: write the value itself"
+            )
+    return {str(key): value if isinstance(value, str) else json.dumps(value) for key, value in env.items()}
 
 
 def _read_toml(path: Path) -> dict[str, Any]:

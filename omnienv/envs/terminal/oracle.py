@@ -1,12 +1,14 @@
 """The oracle: runs a task's ``solution/`` through the agent's own tools, as Harbor's oracle agent does.
 
 It writes the solution's files to ``/tmp/omnienv-solution`` in the episode's sandbox, runs
-``solve.sh`` there from the working directory, and submits. Solving every task this way proves each
-one solvable as posed, in the sandbox, through the tools; the solution never reaches an agent.
+``solve.sh`` there from the working directory (with task.toml's ``[solution] env``), and submits.
+Solving every task this way proves each one solvable as posed, in the sandbox, through the tools;
+the solution never reaches an agent.
 """
 
 from __future__ import annotations
 
+import shlex
 from typing import TYPE_CHECKING
 
 from omnienv.core import ToolCall
@@ -29,7 +31,8 @@ def solution_calls(task: HarborTask) -> list[ToolCall]:
         for path in sorted(task.solution_dir.rglob("*")) if path.is_file()
     ]  # fmt: skip
     timeout = min(MAX_TIMEOUT_S, task.agent_timeout)
-    calls.append(ToolCall("run", {"command": f"bash {SOLUTION_DIR}/solve.sh", "timeout": timeout}))
+    env = "".join(f"{name}={shlex.quote(value)} " for name, value in task.solution_env.items())
+    calls.append(ToolCall("run", {"command": f"{env}bash {SOLUTION_DIR}/solve.sh", "timeout": timeout}))
     calls.append(ToolCall("submit", {}))
     return calls
 

@@ -84,11 +84,11 @@ def verify(task: HarborTask, workspace: Path, limits: Limits) -> Verdict:
             (shims / name).chmod(0o555)
         log_file = sandbox.root / "verifier.log"
         script = 'cd "$1" && exec bash /tests/test.sh'
-        path = task.env.get("PATH") or SANDBOX_ENV["PATH"]
+        env = {**SANDBOX_ENV, **task.env, **task.verifier_env, **REQUIRE_NESTING}
         with open(log_file, "wb") as log:
             process = sandbox.spawn(
                 ["bash", "-c", script, "verifier", task.workdir],
-                env={**SANDBOX_ENV, **task.env, **REQUIRE_NESTING, "PATH": f"{SHIMS}:{path}"},
+                env={**env, "PATH": f"{SHIMS}:{env['PATH']}"},
                 binds=[*workspace_binds(sandbox, task), (str(logs), "/logs/verifier")],
                 files=[(str(tests), "/tests"), (str(shims), SHIMS)],
                 stdout=log,
