@@ -27,6 +27,7 @@ from omnienv.core import EnvironmentFailure
 __all__ = [
     "HOME",
     "LAUNCH_ENV",
+    "SYSTEM_PATHS",
     "Limits",
     "SandboxUnavailableError",
     "bwrap_command",
@@ -49,6 +50,8 @@ _ETC = (
     "localtime", "mime.types", "nsswitch.conf", "ssl",
 )  # fmt: skip
 _TOP_LEVEL = ("bin", "lib", "lib32", "lib64", "libx32", "sbin")
+SYSTEM_PATHS = ("/usr", *(f"/{name}" for name in _TOP_LEVEL), "/etc", "/proc", "/dev")
+"""Where a sandbox sees the host's system: a writable directory mounted there would hide it."""
 
 
 class SandboxUnavailableError(EnvironmentFailure):

@@ -114,6 +114,54 @@ def test_a_suite_keeps_its_runnable_tasks_and_names_the_others(
 # -- the tools and the verifier ------------------------------------------------------------------
 
 
+def test_the_working_directory_comes_from_the_dockerfile_or_task_toml_and_never_hides_the_system(
+    tmp_path: Path,
+) -> None:
+    def task_with(dockerfile: str, workdir: str | None = None) -> Path:
+        extra = f'[environment]\nworkdir = "{workdir}"\n' if workdir else ""
+        return make_task(tmp_path, "wd", dockerfile=f"FROM ubuntu:24.04\n{dockerfile}", toml_extra=extra)
+
+    assert (read_task(task_with("", "/srv/work")).mount, read_task(task_with("", "/srv/work")).workdir) == (
+        "/srv/work",
+        "/srv/work",
+    )
+    nested = read_task(task_with("WORKDIR /app\nWORKDIR sub/../src\n", "/app/src/"))
+    assert (nested.mount, nested.workdir) == ("/app", "/app/src")
+    refused = {
+        ("WORKDIR /\n", None): "works in /, where the sandbox mounts the host's system",
+        ("WORKDIR /app/../usr/local/app\n", None): "works in /usr, where",
+        ("WORKDIR /tests\n", None): "works in /tests, where",
+        ("", "/etc/app"): "[environment] workdir /etc/app is in /etc, where",
+        ("WORKDIR /app\n", "/app/../srv"): "[environment] workdir /srv is outside the working directory /app",
+    }
+    for (dockerfile, workdir), why in refused.items():
+        with pytest.raises(HarborTaskError, match="needs a container") as caught:
+            read_task(task_with(dockerfile, workdir))
+        assert why in caught.value.message, caught.value.message
+
+
+def test_a_multi_step_task_is_refused_as_one_task_not_served_step_by_step(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Harbor's multi-step layout (``steps/<name>/`` with an instruction and tests each, run in order
+    in one environment) read step by step would start each step from an empty workspace."""
+    suite = tmp_path / "suite"
+    make_task(suite, "single")
+    multi = suite / "multi"
+    for step in ("scaffold", "implement"):
+        make_task(multi / "steps", step)
+    (multi / "environment").mkdir()
+    (multi / "environment" / "Dockerfile").write_text("FROM ubuntu:24.04\nWORKDIR /app\n")
+    (multi / "task.toml").write_text('[[steps]]\nname = "scaffold"\n[[steps]]\nname = "implement"\n')
+    assert [task.id for task in find_tasks(suite)] == ["single"]
+    assert caplog.text.count("multi-step Harbor task") == 1, caplog.text
+    for path in (multi, multi / "steps" / "implement"):
+        with pytest.raises(HarborTaskError, match=r"'multi' is a multi-step Harbor task .*\[\[steps\]\]"):
+            read_task(path)
+    with pytest.raises(UnknownEnvironmentError, match="multi-step"):
+        load_environment(str(multi))
+
+
 def test_tools_work_in_the_sandbox_and_the_verifier_grades_with_named_rewards(tmp_path: Path) -> None:
     env = harbor_environment(make_task(tmp_path))()
     try:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import logging
+import posixpath
 import re
 import shlex
 import tomllib
@@ -35,12 +36,15 @@ from typing import Any
 from omnienv.core import EnvironmentDefinitionError
 from omnienv.envs.terminal.hazards import verifier_hazards
 from omnienv.envs.terminal.offline import host_has_package, installs_over_network, script_needs, system_packages
+from omnienv.sandboxes.bubblewrap import SYSTEM_PATHS
 
 __all__ = ["BuildStep", "HarborTask", "HarborTaskError", "find_tasks", "read_task"]
 
 logger = logging.getLogger("omnienv.terminal")
 
 DEFAULT_WORKDIR = "/app"
+VERIFIER_PATHS = ("/tests", "/logs", "/opt/omnienv")
+"""Where the verifier mounts the task's tests, its logs and its tools (see :mod:`.verifier`)."""
 _IGNORED = {
     "USER",
     "EXPOSE",
@@ -116,6 +120,12 @@ def read_task(path: Path, task_id: str | None = None, root: Path | None = None) 
     """Read one task directory, or say exactly why it cannot run container-free."""
     path = path.resolve()
     name = task_id or path.name
+    multi = _multi_step_root(path)
+    if multi is not None:
+        raise HarborTaskError(
+            f"task '{multi.name}' is a multi-step Harbor task (its task.toml declares [[steps]]): "
+            "omnienv runs single-step tasks; give each step a task directory of its own"
+        )
     for required in ("instruction.md", "tests/test.sh"):
         if not (path / required).is_file():
             raise HarborTaskError(f"{path} is not a Harbor task: it has no {required}")
@@ -138,6 +148,22 @@ def read_task(path: Path, task_id: str | None = None, root: Path | None = None) 
         )
     metadata = dict(config.get("metadata", {}))
     environment = config.get("environment", {})
+    workdir = workdirs[-1] if workdirs else DEFAULT_WORKDIR
+    named = environment.get("workdir")  # [environment] workdir: where the agent and the verifier start
+    if isinstance(named, str) and named.strip():
+        workdir = posixpath.normpath(PurePosixPath("/") / named.strip())
+        if not workdirs:
+            mount = workdir
+            if reserved := _reserved(workdir):
+                raise HarborTaskError(
+                    f"task '{name}' needs a container: task.toml's [environment] workdir {workdir} is in "
+                    f"{reserved}, where the sandbox mounts the host's system or the verifier's files"
+                )
+        elif not _inside(workdir, mount):
+            raise HarborTaskError(
+                f"task '{name}' needs a container: task.toml's [environment] workdir {workdir} is outside the "
+                f"working directory {mount}, the only place the sandbox makes writable"
+            )
     memory = environment.get("memory_mb") or _megabytes(environment.get("memory")) or 2048
     storage = environment.get("storage_mb") or _megabytes(environment.get("storage")) or 1024
     return HarborTask(
@@ -147,7 +173,7 @@ def read_task(path: Path, task_id: str | None = None, root: Path | None = None) 
         instruction=(path / "instruction.md").read_text(),
         split=str(metadata.get("split") or "test"),
         metadata=metadata,
-        workdir=workdirs[-1] if workdirs else DEFAULT_WORKDIR,
+        workdir=workdir,
         mount=mount,
         steps=tuple(steps),
         env=env,
@@ -174,12 +200,18 @@ def find_tasks(root: Path) -> tuple[HarborTask, ...]:
     """
     root = root.resolve()
     found, refused = [], []
-    if (root / "instruction.md").is_file():
+    if (root / "instruction.md").is_file() or _multi_step_root(root) is not None:
         found.append(read_task(root))
     else:
+        multi_step: set[Path] = set()
         for instruction in sorted(root.rglob("instruction.md")):
             task_dir = instruction.parent
             try:
+                multi = _multi_step_root(task_dir)
+                if multi is not None:
+                    if multi in multi_step:
+                        continue  # another step of a task refused already
+                    multi_step.add(multi)
                 found.append(read_task(task_dir, task_dir.relative_to(root).as_posix(), root))
             except HarborTaskError as exc:
                 refused.append(exc.message)
@@ -195,6 +227,18 @@ def find_tasks(root: Path) -> tuple[HarborTask, ...]:
         detail = f": {refused[0]}" if refused else ""
         raise HarborTaskError(f"no runnable Harbor task under {root}{detail}")
     return tuple(found)
+
+
+def _multi_step_root(path: Path) -> Path | None:
+    """The multi-step task ``path`` is, or is a step of (``<task>/steps/<step>/``); None otherwise.
+
+    Such a task keeps ``instruction.md`` and ``tests/`` per step, under a ``task.toml`` that lists
+    the steps, and runs them one after another in one environment.
+    """
+    for candidate in (path, path.parent.parent if path.parent.name == "steps" else None):
+        if candidate is not None and isinstance(_read_toml(candidate / "task.toml").get("steps"), list):
+            return candidate
+    return None
 
 
 def _check_links(path: Path, name: str, root: Path) -> None:
@@ -305,9 +349,15 @@ def _read_dockerfile(path: Path, name: str) -> tuple[str, list[str], list[BuildS
             key, _, value = arguments.partition("=")
             args[key.strip()] = value.strip().strip('"')
         elif keyword == "WORKDIR":
-            cwd = str(PurePosixPath(cwd) / arguments.strip().strip('"'))
+            cwd = posixpath.normpath(PurePosixPath(cwd) / arguments.strip().strip('"'))
             if workdirs and not _inside(cwd, workdirs[0]):
                 raise refuse(number, line, f"moves outside the working directory {workdirs[0]}")
+            if not workdirs and (reserved := _reserved(cwd)):
+                raise refuse(
+                    number,
+                    line,
+                    f"works in {reserved}, where the sandbox mounts the host's system or the verifier's files",
+                )
             workdirs.append(cwd)
         elif keyword == "ENV":
             env.update(_env_pairs(arguments))
@@ -351,6 +401,13 @@ def _env_pairs(arguments: str) -> dict[str, str]:
     if words and "=" not in words[0]:  # the legacy form: ENV KEY value with spaces
         return {words[0]: arguments.split(None, 1)[1].strip() if len(words) > 1 else ""}
     return dict(word.split("=", 1) for word in words if "=" in word)
+
+
+def _reserved(mount: str) -> str | None:
+    """The system directory (or the verifier's) that a writable workspace at ``mount`` would hide."""
+    if mount == "/":
+        return "/"
+    return next((path for path in (*SYSTEM_PATHS, *VERIFIER_PATHS) if _inside(mount, path)), None)
 
 
 def _inside(path: str, root: str) -> bool:
