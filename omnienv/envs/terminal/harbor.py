@@ -152,7 +152,7 @@ def read_task(path: Path, task_id: str | None = None, root: Path | None = None) 
     named = environment.get("workdir")  # [environment] workdir: where the agent and the verifier start
     if isinstance(named, str) and named.strip():
         workdir = posixpath.normpath(PurePosixPath("/") / named.strip())
-        if not workdirs:
+        if not workdirs and not steps:  # nothing laid out yet: the named directory is the one mounted
             mount = workdir
             if reserved := _reserved(workdir):
                 raise HarborTaskError(
