@@ -118,6 +118,32 @@ def test_an_infinite_loop_is_interrupted_and_the_kernel_keeps_its_state(pool: Ke
     run(go())
 
 
+def test_an_interrupt_that_is_swallowed_is_sent_again(pool: KernelPool) -> None:
+    """Python drops a SIGINT that lands in an at-fork hook; the cell here drops the first one itself.
+    The interrupt is sent again, so the cell stops and the episode goes on."""
+
+    async def go() -> None:
+        sandbox = await open_sandbox(pool)
+        try:
+            code = (
+                "import signal\n"
+                "def swallow(*_):\n"
+                "    signal.signal(signal.SIGINT, signal.default_int_handler)  # the next one interrupts\n"
+                "signal.signal(signal.SIGINT, swallow)\n"
+                "while True:\n"
+                "    pass"
+            )
+            started = time.monotonic()
+            out = await sandbox.run_code(code, 1)
+            assert out.timed_out and out.error is not None and sandbox.kernel.alive(), out
+            assert time.monotonic() - started < 1 + INTERRUPT_GRACE
+            assert (await sandbox.run_code("print('after')")).stdout == "after\n"
+        finally:
+            await sandbox.close()
+
+    run(go())
+
+
 def test_a_loop_that_ignores_interrupts_ends_the_episode_as_the_agents_doing(pool: KernelPool) -> None:
     async def go() -> None:
         sandbox = await open_sandbox(pool)

@@ -35,6 +35,10 @@ __all__ = ["JupyterSandbox", "code_sandbox_work_dir", "open_code_sandbox"]
 
 INTERRUPT_GRACE = 3.0
 """How long an interrupted cell has to stop, once the processes it left are killed, before the episode ends."""
+RESEND_AFTER = 1.0
+"""How long an interrupted cell may show no sign of the interrupt before it is sent again: Python
+swallows a SIGINT that lands in an at-fork hook (logging's lock) of a cell that forks. A second
+one that lands after the cell has stopped is caught by ipykernel's dispatcher, not the kernel's end."""
 POLL_INTERVAL = 0.25
 IDLE_GRACE = 1.0
 """After the reply, how long to wait for the kernel's idle status (a flood of output may drop it)."""
@@ -138,6 +142,7 @@ class JupyterSandbox:
         collect = OutputCollector(self.output_limits)
         deadline = loop.time() + timeout
         interrupted, stopped = False, 0
+        resend_at, raised = 0.0, False  # raised: the cell published its error (the interrupt landed)
         reply: dict[str, Any] | None = None
         replied_at = 0.0
         while True:
@@ -158,6 +163,10 @@ class JupyterSandbox:
                 # the grace starts once the strays are gone: a fork bomb's hundreds of processes share the
                 # sandbox's CPU quota with the kernel, which cannot answer the interrupt until they die
                 interrupted, deadline = True, loop.time() + INTERRUPT_GRACE
+                resend_at = loop.time() + RESEND_AFTER
+            elif interrupted and not raised and reply is None and now >= resend_at:
+                self._interrupt(client)  # the first may have been swallowed
+                resend_at = now + RESEND_AFTER
             try:
                 msg = await client.get_iopub_msg(timeout=min(POLL_INTERVAL, max(deadline - now, 0.001)))
             except queue.Empty:
@@ -170,6 +179,7 @@ class JupyterSandbox:
                 continue
             if msg["msg_type"] == "status" and msg["content"].get("execution_state") == "idle":
                 break
+            raised = raised or msg["msg_type"] == "error"
             collect.add(msg)
         if reply is None:
             reply = await self._drain_reply(client, msg_id)
