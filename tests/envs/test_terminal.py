@@ -260,7 +260,7 @@ uvx -p 3.13 -w pytest==8.4.1 pytest /tests/test_outputs.py -rA
         ("cd /tmp && git clone git@github.com:org/repo.git", "downloads from github.com"),
         ("npx jest /tests", "over the network (npx)"),
         (
-            "sudo apt-get install -y curl omnienv-no-such-package",
+            "sudo apt-get install -y bash omnienv-no-such-package",
             "installs packages this host lacks (omnienv-no-such-package)",
         ),
         ("curl -sf http://localhost:8000/health && wget -qO- http://127.0.0.1:8000/ http://[::1]:8000/", None),
