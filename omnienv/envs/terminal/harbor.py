@@ -43,8 +43,9 @@ __all__ = ["BuildStep", "HarborTask", "HarborTaskError", "find_tasks", "read_tas
 logger = logging.getLogger("omnienv.terminal")
 
 DEFAULT_WORKDIR = "/app"
-VERIFIER_PATHS = ("/tests", "/logs", "/opt/omnienv")
-"""Where the verifier mounts the task's tests, its logs and its tools (see :mod:`.verifier`)."""
+TESTS_MOUNT, LOGS_MOUNT, TOOLS_MOUNT = "/tests", "/logs/verifier", "/opt/omnienv/bin"
+"""Where the verifier mounts the task's tests, the directory its reward is read from, and its tools."""
+VERIFIER_PATHS = (TESTS_MOUNT, "/logs", "/opt/omnienv")
 _IGNORED = {
     "USER",
     "EXPOSE",

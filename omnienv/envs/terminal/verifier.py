@@ -26,7 +26,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from omnienv.envs.terminal.harbor import HarborTask
+from omnienv.envs.terminal.harbor import LOGS_MOUNT, TESTS_MOUNT, TOOLS_MOUNT, HarborTask
 from omnienv.envs.terminal.workspace import SANDBOX_ENV, copy_tree, read_plain_file, workspace_binds
 from omnienv.sandboxes.bubblewrap import Limits, SandboxUnavailableError
 from omnienv.sandboxes.sandbox import Sandbox
@@ -38,8 +38,6 @@ GRADER_LIBRARY = Path(__file__).parent / "tasks" / "_shared"
 REQUIRE_NESTING = {"OMNIENV_VERIFIER": "1"}
 """Tells the shipped graders they run here, where they must nest (a task's ``ENV`` cannot undo it)."""
 VERIFIER_ENV = {**SANDBOX_ENV, **REQUIRE_NESTING}
-SHIMS = "/opt/omnienv/bin"
-"""Where the verifier finds :data:`APT_SHIM` as ``apt-get`` and ``apt``, first on its ``PATH``."""
 APT_SHIM = b"""#!/bin/sh
 # A container-free verifier's system is the host's, read-only and offline: reading the task checked
 # that the host has every package this test.sh installs, so installing, updating and cleaning are done.
@@ -88,9 +86,9 @@ def verify(task: HarborTask, workspace: Path, limits: Limits) -> Verdict:
         with open(log_file, "wb") as log:
             process = sandbox.spawn(
                 ["bash", "-c", script, "verifier", task.workdir],
-                env={**env, "PATH": f"{SHIMS}:{env['PATH']}"},
-                binds=[*workspace_binds(sandbox, task), (str(logs), "/logs/verifier")],
-                files=[(str(tests), "/tests"), (str(shims), SHIMS)],
+                env={**env, "PATH": f"{TOOLS_MOUNT}:{env['PATH']}"},  # APT_SHIM comes first
+                binds=[*workspace_binds(sandbox, task), (str(logs), LOGS_MOUNT)],
+                files=[(str(tests), TESTS_MOUNT), (str(shims), TOOLS_MOUNT)],
                 stdout=log,
                 stderr=log,
             )
@@ -117,7 +115,7 @@ def preflight_nesting() -> None:
         process = sandbox.spawn(
             ["python3", "-I", "-c", probe],
             env=VERIFIER_ENV,
-            files=[(str(GRADER_LIBRARY), "/tests")],
+            files=[(str(GRADER_LIBRARY), TESTS_MOUNT)],
             stderr=subprocess.PIPE,
         )
         try:
