@@ -3,7 +3,7 @@
 An actor per session would cost a worker process per session (hundreds of MB each); one actor
 holds a dict of environment instances instead, so a cluster hosts thousands of sessions on a few
 processes. Its methods are coroutines (an async actor): blocking environments run in the
-actor's own bounded thread pool, async ones on its event loop. Synchronous non-blocking ones
+actor's own thread pool (a thread for each call in flight), async ones on its event loop. Synchronous non-blocking ones
 (Wordle) get a plain single-threaded actor instead (:class:`InlineEnvHost`): same code, no loop.
 Between processes a batch of calls and its replies travel as one pickled ``bytes`` each, through
 Ray (``call_blob``) or, for a front server, over a direct connection to the actor
@@ -21,10 +21,9 @@ import pickle
 import sys
 import threading
 from collections.abc import Coroutine
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeAlias, TypeVar
 
-from omnienv.core.adapters import AsyncEnv, as_async
+from omnienv.core.adapters import AsyncEnv, as_async, blocking_threads
 from omnienv.core.env import AsyncEnvironment, EnvironmentBase
 from omnienv.core.errors import EnvironmentFailure, NotResetError, OmniEnvError
 from omnienv.core.registry import load_environment
@@ -72,8 +71,7 @@ class EnvHost:
         self.inline = is_inline(cls)
         """A synchronous, non-blocking environment (Wordle): its calls finish without ever
         suspending, so a batch runs them one after the other instead of one task each."""
-        workers = threads or min(32, (os.cpu_count() or 1) + 4)
-        self.executor = ThreadPoolExecutor(workers, "omnienv-host") if self.blocking else None
+        self.executor = blocking_threads(threads, "omnienv-host") if self.blocking else None
         self.envs: dict[str, AsyncEnv] = {}
         self.channel: AsyncChannelServer | None = None
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 from omnienv.protocol.codec import DEFAULT_MAX_MESSAGE_BYTES
@@ -26,7 +25,8 @@ class ServerConfig:
     step_timeout: float | None = 300.0
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     workers: int = 0
-    """Threads for blocking environments, shared by all sessions; 0 picks min(32, cores + 4)."""
+    """Threads for blocking environments' calls, shared by all sessions and started on demand: at
+    most this many calls run at once; 0 allows 1024 (see :func:`~omnienv.core.adapters.blocking_threads`)."""
     ws_ping_interval: float | None = 20.0
     ws_ping_timeout: float | None = 20.0
     ws_compression: bool = False
@@ -63,7 +63,3 @@ class ServerConfig:
                 raise ValueError(f"{name} must be a sequence of strings, not one string")
             object.__setattr__(self, name, tuple(value))
         check_allowed(self.allow_hosts, self.allow_origins)
-
-    @property
-    def thread_count(self) -> int:
-        return self.workers or min(32, (os.cpu_count() or 1) + 4)

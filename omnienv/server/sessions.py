@@ -1,8 +1,10 @@
 """Sessions: one environment instance each, a bounded number of them, reaped when idle.
 
 A session costs one slotted object and one environment instance: no thread and no task of its
-own. Blocking environments share one bounded thread pool; non-blocking ones (``blocking =
-False``, like Wordle) run inline on the event loop. One reaper task serves the whole server.
+own. Blocking environments' calls share one pool that starts a thread only when every thread is
+busy (:func:`~omnienv.core.adapters.blocking_threads`), so one session's long command never
+holds up another's step; non-blocking ones (``blocking = False``, like Wordle) run inline on the
+event loop. One reaper task serves the whole server.
 
 Each session belongs to the route family that opened it (:data:`FAMILIES`) and is found only
 through that family (:meth:`SessionManager.find`): a NeMo Gym cookie's session is no HTTP
@@ -20,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
-from omnienv.core.adapters import AsyncEnv, as_async
+from omnienv.core.adapters import AsyncEnv, as_async, blocking_threads
 from omnienv.core.env import AsyncEnvironment, Environment, EnvironmentBase
 from omnienv.core.errors import (
     CapacityError,
@@ -129,7 +131,7 @@ class SessionManager:
     @property
     def executor(self) -> ThreadPoolExecutor:
         if self._executor is None:
-            self._executor = ThreadPoolExecutor(self.config.thread_count, thread_name_prefix="omnienv-env")
+            self._executor = blocking_threads(self.config.workers)
         return self._executor
 
     # -- opening and closing sessions ---------------------------------------------------------

@@ -4,6 +4,7 @@ import asyncio
 import random
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import pytest
 
@@ -272,3 +273,40 @@ def test_as_async_runs_blocking_envs_in_the_executor_and_others_inline() -> None
     assert seen[0].startswith("envpool") and seen[1] == "MainThread"
     with pytest.raises(TypeError):
         as_async(object())  # type: ignore[arg-type]
+
+
+def test_long_blocking_steps_never_hold_up_another_environments_step() -> None:
+    """33 environments wait inside a step, more than a pool the size of the cores holds (a default
+    executor has at most 32 threads); a 34th environment's step still answers at once."""
+    release = threading.Event()
+
+    class Waits(Environment):
+        """A blocking step that waits, as a shell command or a test suite does."""
+
+        @tool
+        def wait(self) -> str:
+            """Wait until released."""
+            release.wait(60)
+            return "done"
+
+        @tool
+        def ping(self) -> str:
+            """Answer at once."""
+            return "pong"
+
+    async def main() -> None:
+        envs = [as_async(Waits()) for _ in range(34)]
+        waiting: list[asyncio.Future[Any]] = []
+        try:
+            for env in envs:
+                await env.reset()
+            waiting = [asyncio.ensure_future(env.step(ToolCall("wait"))) for env in envs[:33]]
+            result = await asyncio.wait_for(envs[33].step(ToolCall("ping")), 10)
+            assert result.observation.text == "pong" and not any(step.done() for step in waiting)
+        finally:
+            release.set()
+            await asyncio.gather(*waiting)
+            for env in envs:
+                await env.close()
+
+    asyncio.run(main())

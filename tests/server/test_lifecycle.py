@@ -60,6 +60,26 @@ def test_sync_envs_share_a_bounded_pool_and_hangs_do_not_block_others(serve) -> 
         assert json.loads(stuck.recv(timeout=5))["data"]["observation"]["result"]["data"] == "released"
 
 
+def test_long_blocking_steps_never_hold_up_another_sessions_step(serve) -> None:
+    """33 sessions hang inside a blocking step, more than a pool the size of the cores holds (at
+    most 32 threads); a 34th session's step still answers at once, within its deadline."""
+    url, _ = serve(Hang, step_timeout=30)
+
+    async def traffic() -> None:
+        connections = await _open_many(url, 34)
+        try:
+            for connection in connections[:33]:
+                await connection.send(json.dumps(call("hang")))
+            await connections[33].send(json.dumps(call("ping")))
+            reply = json.loads(await asyncio.wait_for(connections[33].recv(), 10))
+            assert reply["data"]["observation"]["result"]["data"] == "pong"
+        finally:
+            RELEASE.set()
+            await asyncio.gather(*(c.close() for c in connections))
+
+    asyncio.run(traffic())
+
+
 def test_idle_sessions_are_reaped_and_told_why(serve) -> None:
     url, manager = serve("wordle", idle_timeout=0.3)
     with httpx.Client(base_url=url, trust_env=False) as http:
