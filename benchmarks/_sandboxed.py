@@ -1,6 +1,7 @@
 """What the sandboxed-environment benchmarks share: sessions driven concurrently, memory, verdicts.
 
-``benchmarks/jupyter.py`` and ``benchmarks/desktop.py`` measure the same things the same way:
+``benchmarks/jupyter.py``, ``benchmarks/desktop.py`` and ``benchmarks/terminal.py`` measure the
+same things the same way:
 
 - **throughput at N sessions**: N environments, each with its own sandbox (a kernel, a display),
   each driven by its own closed loop (the next step starts when the last one returned), all on one
@@ -362,11 +363,13 @@ def levels_arg(text: str) -> list[int]:
     return sorted({int(part) for part in text.split(",") if part.strip()})
 
 
-def ramp_parser(description: str, step: str) -> argparse.ArgumentParser:
-    """The options both benchmarks share: the ramp's levels and timing, the pool refill, ``--quick``."""
+def ramp_parser(description: str, step: str, pool: bool = True) -> argparse.ArgumentParser:
+    """The options the benchmarks share: the ramp's levels and timing, ``--quick``, and the pool
+    refill where the environment has a pool."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--quick", action="store_true", help="fewer samples, levels 1,4 and a cap of 16")
-    parser.add_argument("--refill", type=int, default=8, help="size of the pool drained to time its refill")
+    if pool:
+        parser.add_argument("--refill", type=int, default=8, help="size of the pool drained to time its refill")
     parser.add_argument("--levels", type=levels_arg, default=[1, 8, 32], help="sessions measured, e.g. 1,8,32")
     parser.add_argument("--duration", type=float, default=8.0, help="seconds measured at each level")
     parser.add_argument("--warmup", type=float, default=2.0, help="seconds run before each level's window")

@@ -5,8 +5,9 @@ that ran them, so every command runs in the same bash, fed through its stdin. Th
 interactive (without line editing, prompts or history expansion) for one reason: Ctrl-C then
 aborts the whole command line, as at a terminal, instead of going on with its next command.
 
-- each command is sent base64-encoded and ``eval``-ed in the shell itself (so it keeps its effects),
-  with stdin from ``/dev/null`` (a command never reads the script that feeds the shell) and
+- each command is sent as one ANSI-C quoted word (``$'...'``, every byte but printable ASCII
+  escaped, so the line is one line whatever the command holds) and ``eval``-ed in the shell itself
+  (so it keeps its effects, and no process starts but the command's own), with stdin from ``/dev/null`` (a command never reads the script that feeds the shell) and
   stderr merged into stdout; a line carrying a per-shell random marker, the command's number and
   its exit status follows;
 - a reader thread drains the shell's output all the time (a background job that prints never
@@ -24,7 +25,6 @@ aborts the whole command line, as at a terminal, instead of going on with its ne
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import os
 import re
@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from omnienv.sandboxes.procfs import process_tree
 from omnienv.sandboxes.sandbox import Sandbox
 
-__all__ = ["CommandResult", "SandboxShell"]
+__all__ = ["CommandResult", "SandboxShell", "ansi_c_quoted"]
 
 _GRACE_S = 10.0  # for an interrupted command to give the prompt back (a busy machine is slow to)
 _START_S = 15.0
@@ -142,9 +142,8 @@ class SandboxShell:
         """Run ``command`` in the shell for at most ``timeout`` seconds."""
         if self._process is None or self._eof:
             self.start()
-        encoded = base64.b64encode(command.encode()).decode()
         self._number += 1
-        self._send(f'eval "$(printf %s {encoded} | base64 -d)" </dev/null 2>&1\n{self._marker_line()}')
+        self._send(f"eval {ansi_c_quoted(command)} </dev/null 2>&1\n{self._marker_line()}")
         done = self._wait_done(time.monotonic() + timeout)
         timed_out = done is None and not self._eof
         if timed_out:
@@ -305,6 +304,19 @@ class SandboxShell:
                     stream.close()
         with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(timeout=10)
+
+
+_ESCAPED = [chr(b) if 0x20 <= b < 0x7F and chr(b) not in "'\\" else f"\\x{b:02x}" for b in range(256)]
+_ESCAPED[0] = ""  # bash cannot hold a NUL byte in a string: it drops them, as from a $(...)
+
+
+def ansi_c_quoted(command: str) -> str:
+    """``command`` as one bash word on one line: ``$'...'``, every byte but printable ASCII (and
+    the quote and backslash) written as ``\\xHH``.
+
+    Bash decodes it itself; piping the command through ``base64 -d`` instead would start a process,
+    about 3 ms, on every command."""
+    return "$'" + "".join([_ESCAPED[b] for b in command.encode()]) + "'"
 
 
 def _in_background(pid: int) -> bool:

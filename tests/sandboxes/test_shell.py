@@ -50,6 +50,20 @@ def test_directory_variables_and_jobs_persist(shell: SandboxShell) -> None:
     assert shell.run("echo oops >&2; exit_code=3; (exit $exit_code)", 10) == type(first)("oops", 3)
 
 
+def test_a_command_reaches_bash_exactly_as_written_and_starts_no_process_of_its_own(shell: SandboxShell) -> None:
+    """Quotes, backslashes, escapes bash would read in ``$'...'``, newlines, tabs, control bytes and
+    UTF-8 all arrive as written: a quoted here-document gives them back byte for byte. A NUL, which
+    bash cannot hold, is dropped."""
+    text = "it's \\\"quoted\\\" \\x41 \\n $'\\t' $HOME `id` !! %s\ttab\r\x01\x7f é ✓ 日本"
+    assert shell.run(f"cat <<'END'\n{text}\nEND", 10).output == text
+    assert shell.run("printf '%s|' a\\\nb 'c d'", 10).output == "ab|c d|"  # a continued line, as typed
+    assert shell.run("echo a\x00b", 10).output == "ab"
+    # Only the command's own processes start: ``$$`` of a subshell counts every fork since the last.
+    first = int(shell.run("sh -c 'echo $$'", 10).output)
+    second = int(shell.run("sh -c 'echo $$'", 10).output)
+    assert second - first == 1, f"{second - first - 1} other processes started for one command"
+
+
 @pytest.mark.parametrize("shell", [None, "host ignores SIGINT"], indirect=True)
 def test_a_command_past_its_timeout_is_interrupted_and_background_jobs_survive(shell: SandboxShell) -> None:
     shell.run("sleep 60 &", 10)
