@@ -6,10 +6,11 @@ interactive (without line editing, prompts or history expansion) for one reason:
 aborts the whole command line, as at a terminal, instead of going on with its next command.
 
 - each command is sent as one ANSI-C quoted word (``$'...'``, every byte but printable ASCII
-  escaped, so the line is one line whatever the command holds) and ``eval``-ed in the shell itself
-  (so it keeps its effects, and no process starts but the command's own), with stdin from ``/dev/null`` (a command never reads the script that feeds the shell) and
-  stderr merged into stdout; a line carrying a per-shell random marker, the command's number and
-  its exit status follows;
+  escaped, so the line is one line whatever the command holds) and ``eval``-ed in the shell
+  itself (so it keeps its effects, and no process starts but the command's own), with stdin from
+  ``/dev/null`` (a command never reads the script that feeds the shell) and stderr merged into
+  stdout; a line carrying a per-shell random marker, the command's number and its exit status
+  follows;
 - a reader thread drains the shell's output all the time (a background job that prints never
   blocks), keeping a bounded head and tail of each command's output;
 - a command that outlives its timeout gets SIGINT, as Ctrl-C would give it: the shell and every
