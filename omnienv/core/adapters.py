@@ -8,6 +8,7 @@ places where an environment of one kind is driven from code of the other.
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from collections.abc import Callable, Coroutine, Mapping
 from concurrent.futures import Executor, ThreadPoolExecutor
@@ -48,6 +49,16 @@ def _shared_blocking_threads() -> ThreadPoolExecutor:
         if _shared is None:
             _shared = blocking_threads(name="omnienv-in-process")
         return _shared
+
+
+def _forget_shared_pool() -> None:
+    """In a forked child the parent's pool threads do not exist, yet the pool would count its idle
+    ones as there and never start a thread: the child makes a pool of its own."""
+    global _shared, _shared_lock
+    _shared, _shared_lock = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_shared_pool)
 
 
 class ToolInfo(Protocol):

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -273,6 +274,35 @@ def test_as_async_runs_blocking_envs_in_the_executor_and_others_inline() -> None
     assert seen[0].startswith("envpool") and seen[1] == "MainThread"
     with pytest.raises(TypeError):
         as_async(object())  # type: ignore[arg-type]
+
+
+def test_a_forked_child_drives_blocking_environments_on_a_pool_of_its_own() -> None:
+    """The parent's pool threads are not in a forked child: a pool that still counted them idle
+    would queue the child's steps forever."""
+
+    class Ping(Environment):
+        @tool
+        def ping(self) -> str:
+            """Answer at once."""
+            return "pong"
+
+    async def steps() -> str:
+        env = as_async(Ping())
+        await env.reset()
+        return (await env.step(ToolCall("ping"))).observation.text
+
+    async def play() -> str:
+        return await asyncio.wait_for(steps(), 10)
+
+    assert asyncio.run(play()) == "pong"  # the parent's pool now has an idle thread
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child reports by its exit status
+        try:
+            os._exit(0 if asyncio.run(play()) == "pong" else 1)
+        except BaseException:
+            os._exit(2)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, "the forked child's step never ran"
 
 
 def test_long_blocking_steps_never_hold_up_another_environments_step() -> None:
