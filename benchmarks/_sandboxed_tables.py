@@ -1,4 +1,4 @@
-"""The tables of the sandboxed-environment benchmarks: the levels, and the one verdict table.
+"""The tables of the sandboxed-environment benchmarks: one-session samples, the levels, and the one verdict table.
 
 Every measure goes into one table, measure | value | target | verdict: ``meets`` or ``misses``
 for a measure with a target, ``reported`` for one without (the target is "—"), ``reference`` for
@@ -9,10 +9,28 @@ from __future__ import annotations
 
 from rich.table import Table
 
+from benchmarks._harness import percentile
 from benchmarks._proc import leftovers
 from benchmarks._sandboxed import Level, session_count
 
-__all__ = ["Verdicts", "add_cleanup_row", "add_ramp_rows", "levels_table"]
+__all__ = ["Verdicts", "add_cleanup_row", "add_ramp_rows", "levels_table", "samples_table", "stats"]
+
+
+def stats(samples: list[float]) -> tuple[float, float]:
+    """(p50, p99) in milliseconds of samples in seconds."""
+    ordered = sorted(samples)
+    return percentile(ordered, 50) * 1000, percentile(ordered, 99) * 1000
+
+
+def samples_table(title: str, rows: list[tuple[str, list[float]]]) -> Table:
+    """measurement | n | p50 | p99, in milliseconds, of each named list of samples in seconds."""
+    table = Table(title=title)
+    for column in ("measurement", "n", "p50", "p99"):
+        table.add_column(column, justify="left" if column == "measurement" else "right")
+    for name, samples in rows:
+        p50, p99 = stats(samples)
+        table.add_row(name, str(len(samples)), f"{p50:.2f}", f"{p99:.2f}")
+    return table
 
 
 def levels_table(

@@ -49,12 +49,10 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._harness import percentile
 from benchmarks._sandboxed import (
     Ramp,
     Session,
@@ -67,7 +65,14 @@ from benchmarks._sandboxed import (
     ramp_parser,
     wide_console,
 )
-from benchmarks._sandboxed_tables import Verdicts, add_cleanup_row, add_ramp_rows, levels_table
+from benchmarks._sandboxed_tables import (
+    Verdicts,
+    add_cleanup_row,
+    add_ramp_rows,
+    levels_table,
+    samples_table,
+    stats,
+)
 from omnienv.core import ToolCall
 from omnienv.envs.jupyter import Jupyter
 from omnienv.sandboxes.jupyter import JupyterSandbox, KernelPool, SandboxedKernel
@@ -75,11 +80,6 @@ from omnienv.sandboxes.jupyter import JupyterSandbox, KernelPool, SandboxedKerne
 __all__ = ["main"]
 
 MEMORY_DIR = "/dev/shm" if os.path.isdir("/dev/shm") else None
-
-
-def stats(samples: list[float]) -> tuple[float, float]:
-    ordered = sorted(samples)
-    return percentile(ordered, 50) * 1000, percentile(ordered, 99) * 1000
 
 
 @contextlib.contextmanager
@@ -338,13 +338,7 @@ def main(argv: list[str] | None = None) -> None:
     seen: set[int] = set()
     found = asyncio.run(concurrency(args, console, seen))
 
-    table = Table(title="Jupyter: kernel acquisition and print(1) round trip (ms)")
-    for column in ("measurement", "n", "p50", "p99"):
-        table.add_column(column, justify="left" if column == "measurement" else "right")
-    for name, samples in rows:
-        p50, p99 = stats(samples)
-        table.add_row(name, str(len(samples)), f"{p50:.2f}", f"{p99:.2f}")
-    console.print(table)
+    console.print(samples_table("Jupyter: kernel acquisition and print(1) round trip (ms)", rows))
     raw_name = "raw jupyter_client"
     title = "Jupyter: x += 1 in N concurrent sessions, one kernel each"
     console.print(levels_table(found.run, args.levels, "cells", title, (raw_name, found.reference)))

@@ -46,12 +46,10 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._harness import percentile
 from benchmarks._sandboxed import (
     Ramp,
     Session,
@@ -64,7 +62,14 @@ from benchmarks._sandboxed import (
     ramp_parser,
     wide_console,
 )
-from benchmarks._sandboxed_tables import Verdicts, add_cleanup_row, add_ramp_rows, levels_table
+from benchmarks._sandboxed_tables import (
+    Verdicts,
+    add_cleanup_row,
+    add_ramp_rows,
+    levels_table,
+    samples_table,
+    stats,
+)
 from omnienv.core import ToolCall
 from omnienv.core.adapters import as_async, blocking_threads
 from omnienv.envs.terminal import Terminal
@@ -77,11 +82,6 @@ TRUE_TARGET = 3.0
 BESIDE_LONG_TARGET = 5.0
 LONG_COMMANDS = 4
 MARKER = "__bench_done__"
-
-
-def stats(samples: list[float]) -> tuple[float, float]:
-    ordered = sorted(samples)
-    return percentile(ordered, 50) * 1000, percentile(ordered, 99) * 1000
 
 
 class UnboundedTerminal(Terminal):
@@ -313,13 +313,7 @@ def run_all(args: argparse.Namespace, console: Console) -> None:
     measure("omnienv grading (end: the task's tests)", [seconds for _, seconds in graded])
     found = asyncio.run(concurrency(args, console, seen))
 
-    table = Table(title="Terminal: a shell, one command, a grade (ms)")
-    for column in ("measurement", "n", "p50", "p99"):
-        table.add_column(column, justify="left" if column == "measurement" else "right")
-    for name, samples in rows:
-        p50, p99 = stats(samples)
-        table.add_row(name, str(len(samples)), f"{p50:.2f}", f"{p99:.2f}")
-    console.print(table)
+    console.print(samples_table("Terminal: a shell, one command, a grade (ms)", rows))
     title = "Terminal: x=$((x+1)) in N concurrent sessions, one sandboxed bash each"
     console.print(levels_table(found.run, args.levels, "commands", title, ("raw bash", found.reference)))
 

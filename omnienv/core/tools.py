@@ -90,6 +90,11 @@ class ToolSpec:
 
     def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
         """Check the agent's arguments; the error names each bad field and what it expected."""
+        if not _is_text(arguments):
+            raise InvalidArgumentsError(
+                f"the arguments for tool '{self.name}' hold a lone UTF-16 surrogate (such as \\ud800), which is "
+                "not text: send valid Unicode"
+            )
         plain = self.plain_types
         if plain is not None and type(arguments) is dict and _already_valid(plain, arguments):
             return arguments
@@ -149,12 +154,36 @@ def _invoker(spec: ToolSpec) -> Callable[[Any, Any], Any]:
     ((name, kind, _),) = plain
 
     def with_one_argument(env: Any, arguments: Any) -> Any:
-        # a missing argument reads as None, which is never of a plain type
+        # a missing argument reads as None, which is never of a plain type; text that is not ASCII
+        # is checked for lone surrogates first
         if type(arguments) is dict and len(arguments) == 1 and type(value := arguments.get(name)) is kind:
-            return function(env, value)
+            if type(value) is not str or value.isascii():
+                return function(env, value)
         return checked(env, arguments)
 
     return with_one_argument
+
+
+def _is_text(value: Any) -> bool:
+    """Whether every string in the agent's arguments is Unicode text a tool can encode.
+
+    Python's ``json`` (and so a framework parsing a model's tool call) reads ``"\\ud800"`` as a lone
+    surrogate, which no UTF-8 encoder accepts: a tool that writes the string to a shell, a kernel
+    or a display would crash, and the crash would void the episode, a way for the agent to erase
+    a losing one. Refused here, it is an error the agent reads instead."""
+    if type(value) is str:
+        if value.isascii():
+            return True
+        try:
+            value.encode()
+        except UnicodeEncodeError:
+            return False
+        return True
+    if isinstance(value, Mapping):
+        return all(_is_text(key) and _is_text(item) for key, item in value.items())
+    if isinstance(value, list | tuple):
+        return all(_is_text(item) for item in value)
+    return True
 
 
 def _second_is_positional(function: Callable[..., Any]) -> bool:

@@ -279,6 +279,8 @@ def test_invoke_runs_the_tool_on_its_validated_arguments(tool_name: str, argumen
         ("one", ["w"], "must be a JSON object"),
         ("nothing", {"word": "w"}, "'word': Extra inputs are not permitted"),
         ("nothing", [], "must be a JSON object"),
+        ("one", {"word": "caf\u00e9 \ud800"}, "lone UTF-16 surrogate"),
+        ("tune", {"word": "\udc80", "count": 1}, "lone UTF-16 surrogate"),
     ],
 )
 def test_invoke_refuses_what_validate_refuses(tool_name: str, arguments: Any, expected: str) -> None:
@@ -286,6 +288,45 @@ def test_invoke_refuses_what_validate_refuses(tool_name: str, arguments: Any, ex
     with pytest.raises(InvalidArgumentsError) as caught:
         env_class.tools[tool_name].invoke(env_class(), arguments)
     assert expected in caught.value.message
+
+
+def test_a_lone_surrogate_is_the_agents_error_not_a_crash_that_voids_the_episode() -> None:
+    """Python's json reads ``"\\ud800"`` as a lone surrogate, which no tool can encode: anywhere in the
+    arguments it is refused as invalid arguments, the episode goes on, and no failure is flagged."""
+    from omnienv.core import ToolCall
+
+    class Writes(Environment):
+        @tool
+        def write(self, text: str) -> str:
+            """Write text, as a shell or a kernel would.
+
+            Args:
+                text: The text.
+            """
+            return text.encode().decode()
+
+        @tool
+        def write_all(self, lines: list[str], tags: dict[str, str]) -> str:
+            """Write lines.
+
+            Args:
+                lines: The lines.
+                tags: Named tags.
+            """
+            return "\n".join(lines).encode().decode()
+
+    env = Writes()
+    env.reset()
+    for call in (
+        ToolCall("write", json.loads('{"text": "caf\\u00e9 \\ud800"}')),
+        ToolCall("write_all", {"lines": ["ok", "\udfff"], "tags": {}}),
+        ToolCall("write_all", {"lines": [], "tags": {"\ud800": "key"}}),
+    ):
+        result = env.step(call)
+        assert result.failure is None and result.observation.is_error and not result.over, result
+        assert "lone UTF-16 surrogate" in result.observation.text
+    assert env.step(ToolCall("write", {"text": "café ✓"})).observation.text == "café ✓"
+    assert env.failure is None
 
 
 def test_a_spec_survives_pickling_with_its_invoke() -> None:
