@@ -234,7 +234,11 @@ async def beside_long_commands(n: int, seen: set[int]) -> list[float]:
             await env.reset(TASK)
             seen.update(env.env.sandbox.pids())
         busy = [asyncio.create_task(long_commands(env)) for env in envs[1:]]
-        await asyncio.sleep(0.2)  # every long command has started
+        deadline = time.monotonic() + 30
+        while not all(env.env.commands for env in envs[1:]):  # until every long command has started
+            if time.monotonic() > deadline:
+                raise StepFailed("the long commands did not start within 30 s")
+            await asyncio.sleep(0.01)
         times = []
         for _ in range(n):
             started = time.perf_counter()
