@@ -3,8 +3,9 @@
 An actor per session would cost a worker process per session (hundreds of MB each); one actor
 holds a dict of environment instances instead, so a cluster hosts thousands of sessions on a few
 processes. Its methods are coroutines (an async actor): blocking environments run in the
-actor's own thread pool (a thread for each call in flight), async ones on its event loop. Synchronous non-blocking ones
-(Wordle) get a plain single-threaded actor instead (:class:`InlineEnvHost`): same code, no loop.
+actor's own thread pool (a thread for each call in flight), async ones on its event loop.
+Synchronous non-blocking ones (Wordle) get a plain single-threaded actor instead
+(:class:`InlineEnvHost`): same code, no loop.
 Between processes a batch of calls and its replies travel as one pickled ``bytes`` each, through
 Ray (``call_blob``) or, for a front server, over a direct connection to the actor
 (:mod:`omnienv.ray.channel`, opened by ``info(channel=True)``).
