@@ -71,7 +71,8 @@ from benchmarks._sandboxed_tables import (
     stats,
 )
 from omnienv.core import ToolCall
-from omnienv.core.adapters import as_async, blocking_threads
+from omnienv.core.adapters import as_async
+from omnienv.core.threads import blocking_threads
 from omnienv.envs.terminal import Terminal
 
 __all__ = ["main"]

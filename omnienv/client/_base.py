@@ -6,7 +6,6 @@ method for method in the same order, so a fix to the protocol lands here once.
 
 from __future__ import annotations
 
-import asyncio
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 from urllib.parse import urlsplit, urlunsplit
@@ -14,6 +13,7 @@ from urllib.parse import urlsplit, urlunsplit
 from omnienv.core.errors import NotResetError, ProtocolError, SessionLostError
 from omnienv.core.open_files import make_room_for_files
 from omnienv.core.tasks import Task
+from omnienv.core.threads import to_blocking_thread
 from omnienv.core.types import Observation, State, StepResult, ToolCall
 from omnienv.protocol.codec import decode, encode
 from omnienv.protocol.codes import error_from_data
@@ -177,7 +177,7 @@ class AsyncClient(ClientBase):
         """Start ``image`` (``env``, ``port``, ``network``, ``ready_timeout``, ``server_options`` as
         for :func:`~omnienv.client.container.start_container`), open the session, and stop the
         container on :meth:`close`."""
-        client = await asyncio.to_thread(cls._from_image, image, options)
+        client = await to_blocking_thread(cls._from_image, image, options)
         try:
             await client.open()
         except BaseException:

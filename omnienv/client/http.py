@@ -6,7 +6,6 @@ the server keeps the session between them until ``close()`` or its idle timeout.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import httpx
@@ -14,6 +13,7 @@ import httpx
 from omnienv.client._base import LIST_TOOLS, AsyncClient, BlockingClient, ClientBase
 from omnienv.core.errors import SessionLostError
 from omnienv.core.tasks import Task
+from omnienv.core.threads import to_blocking_thread
 from omnienv.core.types import Observation, State, StepResult, ToolCall
 from omnienv.protocol.codec import encode
 
@@ -97,7 +97,7 @@ class AsyncHTTPClient(_HTTPBase, AsyncClient):
             finally:
                 await http.aclose()
         if self.container is not None:
-            await asyncio.to_thread(self._stop_container)
+            await to_blocking_thread(self._stop_container)
 
     async def _send(self, method: str, path: str, body: Any = None) -> httpx.Response:
         assert self._http is not None

@@ -21,6 +21,7 @@ from websockets.sync.client import connect as sconnect
 from omnienv.client._base import CLOSE, GET_STATE, LIST_TOOLS, AsyncClient, BlockingClient, ClientBase
 from omnienv.core.errors import SessionLostError, UsageError
 from omnienv.core.tasks import Task
+from omnienv.core.threads import to_blocking_thread
 from omnienv.core.types import Observation, State, StepResult, ToolCall
 from omnienv.protocol.messages import end_request
 
@@ -110,7 +111,7 @@ class AsyncWebSocketClient(_WebSocketBase, AsyncClient):
         if ws is not None:
             await asyncio.shield(self._goodbye(ws))
         if self.container is not None:
-            await asyncio.to_thread(self._stop_container)
+            await to_blocking_thread(self._stop_container)
 
     async def _goodbye(self, ws: AsyncConnection) -> None:
         try:

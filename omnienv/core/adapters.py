@@ -8,57 +8,18 @@ places where an environment of one kind is driven from code of the other.
 from __future__ import annotations
 
 import asyncio
-import os
-import threading
 from collections.abc import Callable, Coroutine, Mapping
 from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any, Protocol, TypeVar, cast
 
 from omnienv.core.env import AsyncEnvironment, Environment, EnvironmentBase
 from omnienv.core.tasks import Task
+from omnienv.core.threads import shared_blocking_threads
 from omnienv.core.types import Observation, State, StepResult, ToolCall
 
-__all__ = ["MAX_BLOCKING_THREADS", "AsyncEnv", "SyncEnv", "ToolInfo", "as_async", "as_sync", "blocking_threads"]
+__all__ = ["AsyncEnv", "SyncEnv", "ToolInfo", "as_async", "as_sync"]
 
 T = TypeVar("T")
-
-MAX_BLOCKING_THREADS = 1024
-"""Blocking environments' calls in flight at once in one pool, unless the pool is given a lower limit."""
-
-
-def blocking_threads(limit: int = 0, name: str = "omnienv-env") -> ThreadPoolExecutor:
-    """A pool for blocking environments' calls: a thread starts whenever every thread is busy, up
-    to ``limit`` (0: :data:`MAX_BLOCKING_THREADS`); idle sessions hold none.
-
-    Such calls mostly wait (a shell command, a build, a test suite, a simulator). A pool the size
-    of the cores would let a few sessions' long commands hold every thread: every other session's
-    step, however short, would wait for them, and the wait would count against its step deadline.
-    A lower ``limit`` suits an environment whose calls keep a core busy the whole time.
-    """
-    return ThreadPoolExecutor(limit or MAX_BLOCKING_THREADS, thread_name_prefix=name)
-
-
-_shared_lock = threading.Lock()
-_shared: ThreadPoolExecutor | None = None
-
-
-def _shared_blocking_threads() -> ThreadPoolExecutor:
-    """The pool of every blocking environment driven in-process without one of its own."""
-    global _shared
-    with _shared_lock:
-        if _shared is None:
-            _shared = blocking_threads(name="omnienv-in-process")
-        return _shared
-
-
-def _forget_shared_pool() -> None:
-    """In a forked child the parent's pool threads do not exist, yet the pool would count its idle
-    ones as there and never start a thread: the child makes a pool of its own."""
-    global _shared, _shared_lock
-    _shared, _shared_lock = None, threading.Lock()
-
-
-os.register_at_fork(after_in_child=_forget_shared_pool)
 
 
 class ToolInfo(Protocol):
@@ -106,14 +67,14 @@ class SyncEnv(Protocol):
 class _SyncAsAsync:
     """An :class:`Environment` seen through the async interface, chosen once by ``as_async``.
 
-    Blocking environments run in ``executor`` (when None, one pool shared in-process, made by
-    :func:`blocking_threads`) so that one slow session never stalls the others; non-blocking ones
-    run inline, which is far cheaper.
+    Blocking environments run in ``executor`` (when None, the pool shared in-process,
+    :func:`~omnienv.core.threads.shared_blocking_threads`) so that one slow session never stalls
+    the others; non-blocking ones run inline, which is far cheaper.
     """
 
     def __init__(self, env: Environment, executor: Executor | None = None) -> None:
         self.env = env
-        self.executor = executor if executor is not None or not env.blocking else _shared_blocking_threads()
+        self.executor = executor if executor is not None or not env.blocking else shared_blocking_threads()
         self.name = env.name
         self.tools = env.tools
 

@@ -21,7 +21,6 @@ stateless routes live, so :func:`nemo_gym_app` serves NeMo Gym alone: these rout
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -35,6 +34,7 @@ from starlette.routing import Route
 
 from omnienv.core.env import EnvironmentBase
 from omnienv.core.errors import EnvironmentFailure, MessageValidationError
+from omnienv.core.threads import to_blocking_thread
 from omnienv.core.types import Failure, StepResult, ToolCall
 from omnienv.dialects.nemo_gym import KEEP_COOKIE, NemoGymRouter, Rollout, _guarded, _json
 from omnienv.dialects.nemo_gym_data import input_content
@@ -143,7 +143,7 @@ def nemo_gym_app(env: type[EnvironmentBase], config: ServerConfig | None = None,
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        await asyncio.to_thread(env.preflight)
+        await to_blocking_thread(env.preflight)
         manager.start()
         try:
             yield

@@ -24,11 +24,12 @@ import threading
 from collections.abc import Coroutine
 from typing import Any, TypeAlias, TypeVar
 
-from omnienv.core.adapters import AsyncEnv, as_async, blocking_threads
+from omnienv.core.adapters import AsyncEnv, as_async
 from omnienv.core.env import AsyncEnvironment, EnvironmentBase
 from omnienv.core.errors import EnvironmentFailure, NotResetError, OmniEnvError
 from omnienv.core.registry import load_environment
 from omnienv.core.tasks import Task
+from omnienv.core.threads import blocking_threads
 from omnienv.core.types import ToolCall
 from omnienv.ray.channel import AsyncChannelServer, ThreadChannelServer
 

@@ -11,13 +11,13 @@ can write too. The SDK is imported on first use: ``pip install e2b-desktop`` and
 
 from __future__ import annotations
 
-import asyncio
 import os
 import shlex
 from collections.abc import Sequence
 from typing import Any
 
 from omnienv.core.errors import ToolError
+from omnienv.core.threads import to_blocking_thread
 from omnienv.sandboxes.desktop import (
     BUTTONS,
     CLICK_SETTLE,
@@ -73,7 +73,7 @@ class E2BDesktop(DesktopSession):
     async def shell(self, command: str, timeout: float = 60.0) -> CommandResult:
         self.require_alive()
         try:
-            result = await asyncio.to_thread(self.sandbox.commands.run, command, timeout=timeout, cwd=HOME)
+            result = await to_blocking_thread(self.sandbox.commands.run, command, timeout=timeout, cwd=HOME)
         except Exception as exc:
             code = getattr(exc, "exit_code", None)
             if code is None:  # not a command's own failure: the sandbox or the network broke
@@ -160,7 +160,7 @@ class E2BDesktop(DesktopSession):
     async def screenshot(self) -> bytes:
         self.require_alive()
         try:
-            return bytes(await asyncio.to_thread(self.sandbox.screenshot))
+            return bytes(await to_blocking_thread(self.sandbox.screenshot))
         except Exception as exc:
             raise DisplayError(f"E2B screenshot failed: {exc}") from exc
 
@@ -221,13 +221,13 @@ class E2BDesktop(DesktopSession):
         if await self.path_kind(path, app) != "file":
             return None
         try:
-            data = await asyncio.to_thread(self.sandbox.files.read, f"{self._home(app)}/{path}", format="bytes")
+            data = await to_blocking_thread(self.sandbox.files.read, f"{self._home(app)}/{path}", format="bytes")
         except Exception:
             return None
         return bytes(data)
 
     async def write_file(self, path: str, data: bytes, app: str | None = None) -> None:
-        await asyncio.to_thread(self.sandbox.files.write, f"{self._home(app)}/{path}", data)
+        await to_blocking_thread(self.sandbox.files.write, f"{self._home(app)}/{path}", data)
 
     async def path_kind(self, path: str, app: str | None = None) -> str | None:
         quoted = shlex.quote(f"{self._home(app)}/{path}")
@@ -244,4 +244,4 @@ class E2BDesktop(DesktopSession):
     async def close(self) -> None:
         if not self._closed:
             self._closed = True
-            await asyncio.to_thread(self.sandbox.kill)
+            await to_blocking_thread(self.sandbox.kill)

@@ -18,7 +18,6 @@ error messages ("a sandboxed kernel").
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import threading
 import time
@@ -27,6 +26,7 @@ from collections.abc import Callable
 from typing import Generic, TypeVar
 
 from omnienv.core import EnvironmentFailure
+from omnienv.core.threads import to_blocking_thread
 
 __all__ = ["PoolStartError", "WarmPool"]
 
@@ -211,7 +211,7 @@ class WarmPool(Generic[T]):
         item = self.try_acquire()
         if item is not None:
             return item
-        return await asyncio.to_thread(self.acquire, timeout)
+        return await to_blocking_thread(self.acquire, timeout)
 
     def release(self, item: T) -> None:
         """Kill an item handed out by ``acquire`` (items are never reused)."""

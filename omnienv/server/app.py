@@ -8,7 +8,6 @@ so this package never imports the dialects that provide them.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -17,6 +16,7 @@ from starlette.applications import Starlette
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 
 from omnienv.core.env import EnvironmentBase
+from omnienv.core.threads import to_blocking_thread
 from omnienv.server.config import ServerConfig
 from omnienv.server.handler import Handler
 from omnienv.server.http import http_routes
@@ -78,7 +78,7 @@ def assemble(
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        await asyncio.to_thread(env_class.preflight)  # a machine that cannot run the env fails here, named
+        await to_blocking_thread(env_class.preflight)  # a machine that cannot run the env fails here, named
         manager.start()
         try:
             yield

@@ -26,7 +26,7 @@ class ServerConfig:
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     workers: int = 0
     """Threads for blocking environments' calls, shared by all sessions and started on demand: at
-    most this many calls run at once; 0 allows 1024 (see :func:`~omnienv.core.adapters.blocking_threads`)."""
+    most this many calls run at once; 0 allows 1024 (see :func:`~omnienv.core.threads.blocking_threads`)."""
     ws_ping_interval: float | None = 20.0
     ws_ping_timeout: float | None = 20.0
     ws_compression: bool = False

@@ -22,6 +22,7 @@ from urllib.parse import parse_qs
 from omnienv.core.content import ImageBlock, TextBlock
 from omnienv.core.env import EnvironmentBase
 from omnienv.core.errors import MessageValidationError, OmniEnvError, SessionError
+from omnienv.core.threads import to_blocking_thread
 from omnienv.core.types import Observation, StepResult, ToolCall
 from omnienv.protocol.codec import encode
 from omnienv.protocol.jsonrpc import INVALID_PARAMS, SERVER_ERROR, RpcError, error_response, rpc_error_for
@@ -167,7 +168,7 @@ class McpSdkBridge:
     async def _run_sdk(self) -> None:
         assert self._ready is not None and self._stop is not None
         try:
-            module = await asyncio.to_thread(importlib.import_module, "mcp.server.streamable_http_manager")
+            module = await to_blocking_thread(importlib.import_module, "mcp.server.streamable_http_manager")
             config = self.manager.config
             sdk = module.StreamableHTTPSessionManager(
                 app=build_server(self.manager.env_class, self._run_tool, self._opening),

@@ -2,7 +2,7 @@
 
 A session costs one slotted object and one environment instance: no thread and no task of its
 own. Blocking environments' calls share one pool that starts a thread only when every thread is
-busy (:func:`~omnienv.core.adapters.blocking_threads`), so one session's long command never
+busy (:func:`~omnienv.core.threads.blocking_threads`), so one session's long command never
 holds up another's step; non-blocking ones (``blocking = False``, like Wordle) run inline on the
 event loop. One reaper task serves the whole server.
 
@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
-from omnienv.core.adapters import AsyncEnv, as_async, blocking_threads
+from omnienv.core.adapters import AsyncEnv, as_async
 from omnienv.core.env import AsyncEnvironment, Environment, EnvironmentBase
 from omnienv.core.errors import (
     CapacityError,
@@ -33,6 +33,7 @@ from omnienv.core.errors import (
     WorkerLostError,
 )
 from omnienv.core.tasks import Task
+from omnienv.core.threads import blocking_threads
 from omnienv.core.types import Failure, Observation, State, StepResult, ToolCall
 from omnienv.protocol.messages import Reset
 from omnienv.protocol.session import SessionMachine

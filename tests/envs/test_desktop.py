@@ -18,6 +18,7 @@ from omnienv.envs.desktop import DESKTOP_TASKS, Coordinates, Desktop
 from omnienv.envs.desktop.player import SCRIPTS, DesktopScripted
 from omnienv.rollout.loop import EpisodePlan, arun_episode
 from omnienv.sandboxes.xvfb import DisplayPool, DisplaySpec, XvfbDisplay, missing_programs, shared_pool
+from tests.busy_executor import default_executor_busy
 from tests.server.conftest import serve  # noqa: F401  (the fixture of real servers)
 
 DESKTOP_PROGRAMS = ("Xvfb", "bwrap", "openbox", "xterm", "xedit", "xclock", "xcalc", "gnumeric", "pcmanfm")
@@ -322,6 +323,26 @@ def test_a_cancelled_reset_strands_no_display() -> None:
         pool.close()
     assert started, "the reset never asked for a display"
     assert all(not display.alive() for display in started)
+
+
+def test_an_episode_never_waits_on_the_event_loops_default_executor() -> None:
+    """That executor's few threads can all be held by other sessions' long commands, or by resets
+    waiting for a display to boot: a display wait, a command, an app's launch and the close that
+    queued there would wait for all of those."""
+    pool = DisplayPool(DisplaySpec(), size=0)  # no warm display: the reset waits for one to boot
+    env = Desktop(pool=pool)
+
+    async def run() -> None:
+        async with default_executor_busy(), asyncio.timeout(60):
+            await env.reset(task="train/terminal-echo")  # its task launches a terminal
+            result = await env.step(ToolCall("run_command", {"command": "echo ran"}))
+            assert result.observation.text.strip() == "ran", result.observation.text
+            await env.close()
+
+    try:
+        asyncio.run(run())
+    finally:
+        pool.close()
 
 
 def test_played_over_the_websocket_with_screenshots(request: pytest.FixtureRequest) -> None:

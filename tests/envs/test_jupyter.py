@@ -16,6 +16,7 @@ from omnienv.envs.jupyter.player import JupyterOracle
 from omnienv.rollout import make_policy
 from omnienv.sandboxes import jupyter as jupyter_sandbox
 from omnienv.sandboxes.jupyter import KernelPool
+from tests.busy_executor import default_executor_busy
 from tests.server.conftest import serve
 
 __all__ = ["serve"]
@@ -66,6 +67,25 @@ def test_check_env_passes_and_the_name_is_registered() -> None:
     report = check_env(Jupyter)
     assert report.ok, report.failures
     jupyter_sandbox.default_pool().close()
+
+
+def test_an_episode_never_waits_on_the_event_loops_default_executor() -> None:
+    """That executor's few threads can all be held by other sessions waiting for a kernel to
+    start, or by long work: a kernel wait or a close that queued there would wait for all of it."""
+    pool = KernelPool(1)  # its kernel is still starting when the reset asks for it
+
+    async def go() -> None:
+        env = Jupyter(pool=pool)
+        async with default_executor_busy(), asyncio.timeout(90):
+            await env.reset(jupyter_tasks("test")[0].id)
+            result = await env.step(ToolCall("execute_shell_command", {"command": "echo ran"}))
+            assert result.observation.text.strip() == "ran", result.observation.text
+            await env.close()
+
+    try:
+        asyncio.run(go())
+    finally:
+        pool.close()
 
 
 def test_a_correct_answer_scores_with_a_small_efficiency_term(pool: KernelPool) -> None:

@@ -32,6 +32,7 @@ import time
 from typing import ClassVar, Literal
 
 from omnienv.core import AgentCausedEnd, AsyncEnvironment, Rubric, Task, ToolError
+from omnienv.core.threads import to_blocking_thread
 from omnienv.envs.desktop.apps import app_command
 from omnienv.envs.desktop.checks import DesktopTask
 from omnienv.envs.desktop.coordinates import Coordinates
@@ -192,7 +193,7 @@ class Desktop(ComputerTools, AsyncEnvironment):
         if self.backend == "e2b":
             from omnienv.sandboxes.e2b_desktop import E2BDesktop
 
-            return await asyncio.to_thread(E2BDesktop.create, *self.resolution)
+            return await to_blocking_thread(E2BDesktop.create, *self.resolution)
         if self.pool is None:
             self.pool = shared_pool(DisplaySpec(*self.resolution))
         return await self.pool.take()

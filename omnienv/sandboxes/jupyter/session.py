@@ -19,6 +19,7 @@ import weakref
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from omnienv.core import AgentCausedEnd
+from omnienv.core.threads import to_blocking_thread
 from omnienv.sandboxes.bubblewrap import HOME
 from omnienv.sandboxes.cells import CellError, CellOutput, CodeSandbox, OutputLimits
 from omnienv.sandboxes.jupyter.channels import Channels, frame_limit
@@ -219,7 +220,7 @@ class JupyterSandbox:
     async def _kill_strays(self) -> int:
         if not self.kernel.stray_processes():
             return 0
-        return await asyncio.to_thread(self.kernel.kill_strays)
+        return await to_blocking_thread(self.kernel.kill_strays)
 
     async def _check_link(self) -> None:
         """Between messages: the kernel is alive and its connection whole, or the episode ends."""
@@ -241,7 +242,7 @@ class JupyterSandbox:
     async def _end(self, end: AgentCausedEnd) -> NoReturn:
         """Stop the kernel (the agent's doing), then end the episode."""
         self._disconnect()
-        await asyncio.to_thread(self.kernel.stop)
+        await to_blocking_thread(self.kernel.stop)
         raise end
 
     # -- files and lifetime -------------------------------------------------------------------
@@ -258,7 +259,7 @@ class JupyterSandbox:
             return
         self._closed = True
         self._disconnect()
-        await asyncio.to_thread(self._release)  # kill, reap and delete off the event loop
+        await to_blocking_thread(self._release)  # kill, reap and delete off the event loop
 
     def kill_kernel(self) -> None:
         """Kill the kernel from the host (for tests of failure handling): an infrastructure failure."""

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import IO, Any, TypeVar
 
 from omnienv.core.errors import AgentCausedEnd
+from omnienv.core.threads import to_blocking_thread
 from omnienv.sandboxes.bubblewrap import HOME, Limits
 from omnienv.sandboxes.desktop import App, CommandResult, DisplayError, Window
 from omnienv.sandboxes.procfs import cpu_ticks, running
@@ -238,7 +239,7 @@ class XvfbDisplay(XInput):
         self._log.close()
 
     async def close(self) -> None:
-        await asyncio.to_thread(self.close_now)
+        await to_blocking_thread(self.close_now)
 
     # -- calls into X with a deadline ---------------------------------------------------------
 
@@ -280,7 +281,7 @@ class XvfbDisplay(XInput):
         self.require_alive()
         cancelled = threading.Event()
         try:
-            return await asyncio.to_thread(self._shell.run, command, timeout, cancelled)
+            return await to_blocking_thread(self._shell.run, command, timeout, cancelled)
         finally:
             cancelled.set()  # a cancelled call kills the shell instead of leaving it running
 
@@ -288,8 +289,8 @@ class XvfbDisplay(XInput):
         argv = shlex.split(command)
         app_name = name or argv[0]
         home = self.homes.of(app_name) if own_home else None
-        process = await asyncio.to_thread(lambda: self.spawn(argv, own_home=home))
-        pid = await asyncio.to_thread(program_pid, process)
+        process = await to_blocking_thread(lambda: self.spawn(argv, own_home=home))
+        pid = await to_blocking_thread(program_pid, process)
         app = App(app_name, command, pid, process, own_home)
         self.apps[app.name] = app
         return app

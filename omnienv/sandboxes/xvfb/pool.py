@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from omnienv.core.threads import to_blocking_thread
 from omnienv.sandboxes.desktop import DisplayError
 from omnienv.sandboxes.pool import WarmPool
 from omnienv.sandboxes.sandbox import sweep_stale
@@ -94,7 +95,7 @@ class DisplayPool:
             return taken
 
         try:
-            return await asyncio.to_thread(acquire)
+            return await to_blocking_thread(acquire)
         except asyncio.CancelledError:
             with lock:
                 claim.abandoned = True
