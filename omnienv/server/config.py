@@ -24,9 +24,10 @@ class ServerConfig:
     idle_timeout: float | None = 600.0
     step_timeout: float | None = 300.0
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
-    workers: int = 0
+    blocking_threads: int = 0
     """Threads for blocking environments' calls, shared by all sessions and started on demand: at
-    most this many calls run at once; 0 allows 1024 (see :func:`~omnienv.core.threads.blocking_threads`)."""
+    most this many calls run at once; 0 allows 1024 (see :func:`~omnienv.core.threads.blocking_threads`).
+    Worker *processes* are ``omnienv serve --workers N``."""
     ws_ping_interval: float | None = 20.0
     ws_ping_timeout: float | None = 20.0
     ws_compression: bool = False
@@ -55,6 +56,8 @@ class ServerConfig:
             value = getattr(self, name)
             if value is not None and value <= 0:
                 raise ValueError(f"{name} must be > 0 seconds, or None to disable it")
+        if self.blocking_threads < 0:
+            raise ValueError("blocking_threads must be >= 0 (0: up to 1024, started on demand)")
         if self.max_message_bytes < 1024:
             raise ValueError("max_message_bytes must be >= 1024")
         for name in ("allow_hosts", "allow_origins"):

@@ -132,7 +132,7 @@ class SessionManager:
     @property
     def executor(self) -> ThreadPoolExecutor:
         if self._executor is None:
-            self._executor = blocking_threads(self.config.workers)
+            self._executor = blocking_threads(self.config.blocking_threads)
         return self._executor
 
     # -- opening and closing sessions ---------------------------------------------------------

@@ -47,7 +47,7 @@ def test_a_hung_step_becomes_a_typed_error_and_a_failed_episode(serve, env) -> N
 
 
 def test_sync_envs_share_a_bounded_pool_and_hangs_do_not_block_others(serve) -> None:
-    url, _ = serve(Hang, step_timeout=5, workers=3)
+    url, _ = serve(Hang, step_timeout=5, blocking_threads=3)
     with ws(url) as stuck, ws(url) as other:
         ask(stuck, {"type": "reset", "data": {}})
         ask(other, {"type": "reset", "data": {}})
