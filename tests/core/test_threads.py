@@ -39,3 +39,23 @@ def test_the_call_sees_the_callers_context_variables_and_keyword_arguments() -> 
         return await to_blocking_thread(read, "<", suffix=">")
 
     assert asyncio.run(go()) == "<r-7>"
+
+
+def test_no_module_sends_work_to_the_loops_default_executor() -> None:
+    """``asyncio.to_thread`` and ``run_in_executor(None, ...)`` use the loop's default executor."""
+    import ast
+    from pathlib import Path
+
+    import omnienv
+
+    found = []
+    for path in Path(omnienv.__file__).parent.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+                continue
+            default = node.func.attr == "run_in_executor" and (
+                not node.args or (isinstance(node.args[0], ast.Constant) and node.args[0].value is None)
+            )
+            if node.func.attr == "to_thread" or default:
+                found.append(f"{path}:{node.lineno}")
+    assert found == [], f"use omnienv.core.threads.to_blocking_thread instead: {found}"
