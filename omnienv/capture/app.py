@@ -22,13 +22,12 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 from urllib.parse import unquote
 
-import httpcore
 import orjson
 
 from omnienv.capture.calls import Api, ModelCall
 from omnienv.capture.log import CallLog
 from omnienv.capture.stream import ChatStream, Event, EventReader, ResponseStream
-from omnienv.capture.upstream import UNREACHABLE, Upstream
+from omnienv.capture.upstream import TIMED_OUT, UNREACHABLE, Answer, Upstream
 from omnienv.capture.wire import (
     Asked,
     Tokens,
@@ -76,7 +75,7 @@ def _error(status: int, message: str, kind: str) -> tuple[int, bytes, list[tuple
     return status, orjson.dumps({"error": {"message": message, "type": kind}}), [(b"content-type", _JSON)]
 
 
-def _kept(answer: httpcore.Response) -> list[tuple[bytes, bytes]]:
+def _kept(answer: Answer) -> list[tuple[bytes, bytes]]:
     return [(name.lower(), value) for name, value in answer.headers if name.lower() in _KEPT_ANSWER_HEADERS]
 
 
@@ -211,7 +210,7 @@ class ProxyApp:
         await self._capture(send, receive, api, (request, body), target, headers, episode, started)
 
     def _unreachable(self, exc: Exception) -> tuple[int, bytes, list[tuple[bytes, bytes]]]:
-        if isinstance(exc, httpcore.TimeoutException):
+        if isinstance(exc, TIMED_OUT):
             message = f"capture proxy: the upstream {self.root} did not answer in time ({exc!r})"
             return _error(504, message, "upstream_timeout")
         message = f"capture proxy: the upstream {self.root} could not be reached ({exc!r})"
@@ -306,52 +305,34 @@ class ProxyApp:
         finally:
             await answer.aclose()  # once the harness has its answer: handing the connection back is off the call's path
 
-    async def _stream(self, send: Send, receive: Receive, answer: httpcore.Response, relay: _Relay) -> None:
+    async def _stream(self, send: Send, receive: Receive, answer: Answer, relay: _Relay) -> None:
         """Pass the events on as they come; stop (closing the upstream's connection, which ends its
         generation) when the harness goes away.
 
-        A task reads the upstream into a queue while this one writes to the harness: what has
-        arrived by the time it writes goes in one write (one wake-up of the harness, not one per
-        event), and nothing waits for more to arrive."""
+        Each read takes all that has arrived, so what came while the last write went out leaves in
+        one write (one wake-up of the harness, not one per event), and nothing waits for more to
+        arrive; the last events leave with the end of the answer when they came with the upstream's."""
         kind = next((value for name, value in _kept(answer) if name == b"content-type"), b"text/event-stream")
         await send({"type": "http.response.start", "status": answer.status, "headers": [(b"content-type", kind)]})
-        chunks: asyncio.Queue[bytes | None] = asyncio.Queue()
         gone = asyncio.ensure_future(receive())  # after the body, only the harness leaving ends this
-        gone.add_done_callback(lambda _: chunks.put_nowait(None))  # wakes the writer even while the model is slow
-
-        async def pull() -> None:
-            try:
-                async for chunk in answer.aiter_stream():
-                    chunks.put_nowait(chunk)
-            finally:
-                chunks.put_nowait(None)
-
-        puller = asyncio.ensure_future(pull())
+        # the harness left: closing the upstream's connection ends the read below, even while the model is slow
+        gone.add_done_callback(lambda left: None if left.cancelled() else answer.abort())
+        out = b""
         try:
-            while True:
-                chunk = await chunks.get()
-                parts = []
-                while chunk is not None:
-                    parts.append(relay.feed(chunk))
-                    if chunks.empty():
-                        break
-                    chunk = chunks.get_nowait()
-                if gone.done():
-                    return
-                out = b"".join(parts)
-                if chunk is None:
-                    await puller  # raises what the upstream's stream raised
-                    await send({"type": "http.response.body", "body": out + relay.end()})
-                    return
+            async for chunk in answer.aiter_stream():
+                out = relay.feed(chunk)
+                if answer.complete or gone.done():
+                    break
                 if out:
                     await send({"type": "http.response.body", "body": out, "more_body": True})
+                    out = b""
+            if not gone.done():
+                await send({"type": "http.response.body", "body": out + relay.end()})
+        except UNREACHABLE:
+            if not gone.done():
+                raise  # the upstream broke off, not the harness
         finally:
             gone.cancel()
-            if not puller.done():  # the harness went away, or writing to it failed: stop reading first
-                puller.cancel()
-                await asyncio.wait([puller])
-            if not puller.cancelled():
-                puller.exception()  # retrieved: raised above, or moot once the harness has gone
 
 
 def _refuses(sent: dict[str, Any], request: dict[str, Any], error: bytes) -> bool:

@@ -226,6 +226,50 @@ def test_a_dead_upstream_gets_a_502_that_names_it() -> None:
         assert proxy.calls("dead") == []
 
 
+def test_an_upstream_slower_than_the_timeout_gets_a_504_that_names_it() -> None:
+    slow = create_app(responder, faults=Faults(stall_every=1, stall_s=3.0))
+    with running(slow) as url, CaptureProxy(f"{url}/v1", timeout=0.3) as proxy:
+        model = client(proxy.episode_url("slow"))
+        for stream in (False, True):
+            with pytest.raises(openai.APIStatusError) as failed:
+                model.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}], stream=stream)
+            assert failed.value.status_code == 504
+            assert f"upstream {url} did not answer in time" in str(failed.value)
+        assert proxy.calls("slow") == []
+
+
+def test_credentials_in_the_upstream_url_are_never_sent_and_nothing_is_added_to_the_request() -> None:
+    seen: list[dict[str, str]] = []
+    answer = {"id": "c", "object": "chat.completion", "created": 0, "model": "m", "choices": []}
+
+    async def recording(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            while (await receive())["type"] != "lifespan.shutdown":
+                await send({"type": "lifespan.startup.complete"})
+            return await send({"type": "lifespan.shutdown.complete"})
+        await receive()
+        seen.append({name.decode(): value.decode() for name, value in scope["headers"]})
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": json.dumps(answer).encode()})
+
+    with running(recording) as url, CaptureProxy(url.replace("://", "://user:secret@") + "/v1") as proxy:
+        host = url.split("://")[1]
+        body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+        import httpx
+
+        with httpx.Client(timeout=10) as harness:
+            sent = harness.post(f"{proxy.base_url}/chat/completions", json=body, headers={"x-trace": "t1"})
+            assert sent.status_code == 200, sent.text
+            # a GET passes through with the harness's headers alone (nothing added but Host)
+            harness.get(f"{proxy.base_url}/models", headers={"user-agent": "harness/1"})
+    posted, got = seen
+    assert "authorization" not in posted and "authorization" not in got
+    # asking for a compressed answer would leave the proxy a body it cannot read to record
+    assert "accept-encoding" not in posted and "accept-encoding" not in got
+    assert posted["host"] == host and posted["x-trace"] == "t1" and posted["content-type"] == "application/json"
+    assert got["user-agent"] == "harness/1" and "content-type" not in got and "cookie" not in got
+
+
 def test_the_harness_gets_what_it_asked_for_and_other_calls_pass_through(proxy: CaptureProxy) -> None:
     model = client(proxy.episode_url("asks"))
     asked = model.chat.completions.create(
