@@ -53,10 +53,11 @@ EPISODE_HEADER = "X-Omnienv-Episode"
 SERVER_OPTIONS: dict[str, Any] = {"proxy_headers": False, "access_log": False}
 """uvicorn settings for serving the proxy: it reads no forwarding headers and logs no line per call."""
 _EPISODE_KEY = EPISODE_HEADER.lower().encode()
-# Never forwarded: hop-by-hop headers, the ones set from the body that is sent, and our own.
+# Never forwarded: hop-by-hop headers, the ones set from the body that is sent, and our own. The
+# harness's "Expect: 100-continue" was answered here: the body is read whole before it is sent on.
 _DROPPED = frozenset(
     {b"host", b"content-length", b"connection", b"keep-alive", b"transfer-encoding", b"accept-encoding", b"upgrade"}
-    | {b"te", _EPISODE_KEY}
+    | {b"te", b"expect", _EPISODE_KEY}
 )
 _KEPT_ANSWER_HEADERS = (b"content-type", b"content-encoding")
 _CAPTURED: dict[bytes, Api] = {b"/v1/chat/completions": "chat", b"/v1/responses": "responses"}

@@ -212,33 +212,32 @@ def test_an_upstream_error_passes_through_and_is_not_recorded(stream: bool) -> N
         assert proxy.calls("failing") == [] and proxy.episodes() == []
 
 
+def assert_calls_fail(proxy: CaptureProxy, status: int, says: str) -> None:
+    """A whole and a streamed call through ``proxy`` both get ``status`` saying ``says``; neither is recorded."""
+    model = client(proxy.episode_url("failing"))
+    for stream in (False, True):
+        with pytest.raises(openai.APIStatusError) as failed:
+            model.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}], stream=stream)
+        assert failed.value.status_code == status
+        assert says in str(failed.value)
+    assert proxy.calls("failing") == []
+
+
 def test_a_dead_upstream_gets_a_502_that_names_it() -> None:
     with socket.socket() as sock:  # a port that was free a moment ago: nothing listens there now
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     with CaptureProxy(f"http://127.0.0.1:{port}/v1") as proxy:
-        model = client(proxy.episode_url("dead"))
-        for stream in (False, True):
-            with pytest.raises(openai.APIStatusError) as failed:
-                model.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}], stream=stream)
-            assert failed.value.status_code == 502
-            assert f"upstream http://127.0.0.1:{port} could not be reached" in str(failed.value)
-        assert proxy.calls("dead") == []
+        assert_calls_fail(proxy, 502, f"upstream http://127.0.0.1:{port} could not be reached")
 
 
 def test_an_upstream_slower_than_the_timeout_gets_a_504_that_names_it() -> None:
     slow = create_app(responder, faults=Faults(stall_every=1, stall_s=3.0))
     with running(slow) as url, CaptureProxy(f"{url}/v1", timeout=0.3) as proxy:
-        model = client(proxy.episode_url("slow"))
-        for stream in (False, True):
-            with pytest.raises(openai.APIStatusError) as failed:
-                model.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}], stream=stream)
-            assert failed.value.status_code == 504
-            assert f"upstream {url} did not answer in time" in str(failed.value)
-        assert proxy.calls("slow") == []
+        assert_calls_fail(proxy, 504, f"upstream {url} did not answer in time")
 
 
-def test_credentials_in_the_upstream_url_are_never_sent_and_nothing_is_added_to_the_request() -> None:
+def test_credentials_in_the_upstream_url_are_never_sent_and_no_header_is_added_to_the_request() -> None:
     seen: list[dict[str, str]] = []
     answer = {"id": "c", "object": "chat.completion", "created": 0, "model": "m", "choices": []}
 
@@ -258,7 +257,9 @@ def test_credentials_in_the_upstream_url_are_never_sent_and_nothing_is_added_to_
         import httpx
 
         with httpx.Client(timeout=10) as harness:
-            sent = harness.post(f"{proxy.base_url}/chat/completions", json=body, headers={"x-trace": "t1"})
+            # the proxy has the whole body before it calls the upstream: nothing is left to expect
+            headers = {"x-trace": "t1", "expect": "100-continue"}
+            sent = harness.post(f"{proxy.base_url}/chat/completions", json=body, headers=headers)
             assert sent.status_code == 200, sent.text
             # a GET passes through with the harness's headers alone (nothing added but Host)
             harness.get(f"{proxy.base_url}/models", headers={"user-agent": "harness/1"})
@@ -266,6 +267,7 @@ def test_credentials_in_the_upstream_url_are_never_sent_and_nothing_is_added_to_
     assert "authorization" not in posted and "authorization" not in got
     # asking for a compressed answer would leave the proxy a body it cannot read to record
     assert "accept-encoding" not in posted and "accept-encoding" not in got
+    assert "expect" not in posted
     assert posted["host"] == host and posted["x-trace"] == "t1" and posted["content-type"] == "application/json"
     assert got["user-agent"] == "harness/1" and "content-type" not in got and "cookie" not in got
 
