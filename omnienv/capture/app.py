@@ -27,7 +27,7 @@ import orjson
 from omnienv.capture.calls import Api, ModelCall
 from omnienv.capture.log import CallLog
 from omnienv.capture.stream import ChatStream, Event, EventReader, ResponseStream
-from omnienv.capture.upstream import TIMED_OUT, UNREACHABLE, Answer, Upstream
+from omnienv.capture.upstream import MALFORMED, TIMED_OUT, UNREACHABLE, Answer, Upstream
 from omnienv.capture.wire import (
     Asked,
     Tokens,
@@ -214,6 +214,9 @@ class ProxyApp:
         if isinstance(exc, TIMED_OUT):
             message = f"capture proxy: the upstream {self.root} did not answer in time ({exc!r})"
             return _error(504, message, "upstream_timeout")
+        if isinstance(exc, MALFORMED):
+            message = f"capture proxy: the upstream {self.root} sent an answer the proxy cannot read ({exc!r})"
+            return _error(502, message, "upstream_malformed")
         message = f"capture proxy: the upstream {self.root} could not be reached ({exc!r})"
         return _error(502, message, "upstream_unreachable")
 

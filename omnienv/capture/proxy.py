@@ -8,7 +8,8 @@ which fields are asked for and taken out again). Calls belong to an episode name
 
 The proxy never tokenises: when the upstream returns no ids, the record says so in ``missing``.
 An upstream error passes through with its status and is not recorded; an upstream that cannot be
-reached gets a 502 (a timeout a 504) that says which upstream it was.
+reached, or sends an answer the proxy cannot read, gets a 502 (a timeout a 504) that says which
+upstream it was and what went wrong.
 """
 
 from __future__ import annotations

@@ -17,12 +17,17 @@ from urllib.parse import urlsplit
 import aiohttp
 from yarl import URL
 
-__all__ = ["TIMED_OUT", "UNREACHABLE", "Answer", "Upstream"]
+__all__ = ["HEAD_LINE_BYTES", "MALFORMED", "TIMED_OUT", "UNREACHABLE", "Answer", "Upstream"]
 
 TIMED_OUT = (TimeoutError,)
 """What an exchange that took too long raises (aiohttp's socket timeouts are TimeoutErrors)."""
+MALFORMED = (aiohttp.ClientResponseError, aiohttp.ClientPayloadError)
+"""What an answer the proxy cannot read raises: not HTTP, a head over :data:`HEAD_LINE_BYTES`, a body cut off."""
 UNREACHABLE = (aiohttp.ClientError, *TIMED_OUT)
-"""What a failed exchange with the upstream raises: it could not be reached, broke off or timed out."""
+"""What a failed exchange with the upstream raises: it could not be reached, broke off, timed out or
+sent what the proxy cannot read (:data:`MALFORMED`)."""
+HEAD_LINE_BYTES = 65_536
+"""The longest status or header line of an answer that the proxy reads (aiohttp's default is 8,190)."""
 
 _NOT_ADDED = ("User-Agent", "Accept", "Accept-Encoding", "Content-Type")
 
@@ -93,6 +98,8 @@ class Upstream:
                 cookie_jar=aiohttp.DummyCookieJar(),
                 auto_decompress=False,
                 skip_auto_headers=_NOT_ADDED,
+                max_line_size=HEAD_LINE_BYTES,
+                max_field_size=HEAD_LINE_BYTES,
             )
         return self._session
 

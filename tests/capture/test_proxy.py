@@ -11,7 +11,7 @@ import itertools
 import json
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import openai
@@ -212,6 +212,22 @@ def test_an_upstream_error_passes_through_and_is_not_recorded(stream: bool) -> N
         assert proxy.calls("failing") == [] and proxy.episodes() == []
 
 
+ASGIApp = Callable[[dict[str, Any], Any, Any], Awaitable[None]]
+
+
+def bare_upstream(handle: ASGIApp) -> ASGIApp:
+    """``handle`` as an ASGI app that answers the lifespan events itself: every HTTP request is its own."""
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            while (await receive())["type"] != "lifespan.shutdown":
+                await send({"type": "lifespan.startup.complete"})
+            return await send({"type": "lifespan.shutdown.complete"})
+        await handle(scope, receive, send)
+
+    return app
+
+
 def assert_calls_fail(proxy: CaptureProxy, status: int, says: str) -> None:
     """A whole and a streamed call through ``proxy`` both get ``status`` saying ``says``; neither is recorded."""
     model = client(proxy.episode_url("failing"))
@@ -237,15 +253,28 @@ def test_an_upstream_slower_than_the_timeout_gets_a_504_that_names_it() -> None:
         assert_calls_fail(proxy, 504, f"upstream {url} did not answer in time")
 
 
+@pytest.mark.parametrize("length", [20_000, 100_000], ids=["long", "too long"])
+def test_a_long_answer_header_passes_and_one_too_long_gets_a_502_that_says_so(length: int) -> None:
+    @bare_upstream
+    async def long_header(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        await receive()
+        headers = [(b"content-type", b"application/json"), (b"x-long", b"a" * length)]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": b'{"data": []}'})
+
+    with running(long_header) as url, CaptureProxy(f"{url}/v1") as proxy:
+        if length < 65_536:
+            assert client(proxy.base_url).models.list().data == []
+        else:
+            assert_calls_fail(proxy, 502, f"upstream {url} sent an answer the proxy cannot read")
+
+
 def test_credentials_in_the_upstream_url_are_never_sent_and_no_header_is_added_to_the_request() -> None:
     seen: list[dict[str, str]] = []
     answer = {"id": "c", "object": "chat.completion", "created": 0, "model": "m", "choices": []}
 
+    @bare_upstream
     async def recording(scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] == "lifespan":
-            while (await receive())["type"] != "lifespan.shutdown":
-                await send({"type": "lifespan.startup.complete"})
-            return await send({"type": "lifespan.shutdown.complete"})
         await receive()
         seen.append({name.decode(): value.decode() for name, value in scope["headers"]})
         await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
@@ -350,11 +379,8 @@ def test_a_harness_that_leaves_mid_stream_ends_the_upstream_call_and_is_not_reco
     chunk = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m"}
     chunk["choices"] = [{"index": 0, "delta": {"role": "assistant", "content": "hi"}, "finish_reason": None}]
 
+    @bare_upstream
     async def generating(scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] == "lifespan":
-            while (await receive())["type"] != "lifespan.shutdown":
-                await send({"type": "lifespan.startup.complete"})
-            return await send({"type": "lifespan.shutdown.complete"})
         await receive()
         await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
         await send({"type": "http.response.body", "body": f"data: {json.dumps(chunk)}\n\n".encode(), "more_body": True})
