@@ -10,8 +10,11 @@ Kernels, X clients, the window manager, input tools and shells all start through
 - **one cgroup** per sandbox (:mod:`omnienv.sandboxes.cgroups`), joined before the program runs
   (bwrap waits on ``--block-fd`` until the host has moved it), for total memory, processes and CPU.
 - **a size-capped work dir**: a tmpfs of ``Limits.work_bytes`` mounted on the host side where the
-  machine allows mounts; it is also charged to the sandbox's memory. The run dir (``run_dir``,
-  for sockets and files shared with the host) gets a tmpfs of ``Limits.run_bytes`` the same way.
+  machine allows mounts; it is also charged to the sandbox's memory. It holds the home
+  (``work_dir``) and, beside it, ``private_dir``, which no process inside can touch: every bind of a
+  host directory comes from there or from outside the sandbox, never from inside the home. The
+  run dir (``run_dir``, for sockets and files shared with the host) gets a tmpfs of
+  ``Limits.run_bytes`` the same way.
 - **nothing left behind**: :meth:`Sandbox.close` kills the cgroup, the process groups and the
   process trees, unmounts the work dir and deletes every file. A sandbox whose owner died (its
   ``owner.lock`` is free) is swept by the next :func:`sweep_stale`.
@@ -76,11 +79,20 @@ class Sandbox:
         fcntl.flock(self._owner_lock, fcntl.LOCK_EX)
         os.rename(unnamed, self.root / _LOCK)
         self.run_dir = self.root / "run"
-        self.work_dir = self.root / "work"
+        storage = self.root / "work"
+        self.work_dir = storage / "home"
+        """Mounted writable at the sandbox's home: everything in it is the agent's to rename or replace."""
+        self.private_dir = storage / "private"
+        """Beside the home, on the same capped storage, but never mounted as a whole: no process inside
+        can rename or replace what is here, so a directory the host binds from here is the one it
+        meant. A bind from inside the home could be swapped for a link to any host path before the
+        next spawn (bwrap follows links in a bind's source)."""
         self.run_dir.mkdir()
-        self.work_dir.mkdir()
+        storage.mkdir()
         try:
-            self.work_capped = mount_tmpfs(self.work_dir, self.limits.work_bytes)
+            self.work_capped = mount_tmpfs(storage, self.limits.work_bytes)
+            self.work_dir.mkdir()
+            self.private_dir.mkdir(mode=0o700)
             # The run dir is shared writable with the sandbox (sockets, files it hands the host): it
             # gets its own small tmpfs, or the sandbox could fill the host's disk through it.
             self.run_capped = mount_tmpfs(self.run_dir, self.limits.run_bytes)
@@ -133,6 +145,8 @@ class Sandbox:
         """
         if self._closed:
             raise RuntimeError("the sandbox is closed")
+        for host_path, _ in binds:
+            self._check_bind_source(host_path)
         gate_read, gate_write = os.pipe()
         try:
             command = bwrap_command(
@@ -184,6 +198,14 @@ class Sandbox:
                 "its own message, if any, went to the program's stderr"
             )
         return process
+
+    def _check_bind_source(self, host_path: str) -> None:
+        """Refuse a bind the sandbox itself could redirect: a link, or a path inside its home."""
+        path, home = Path(os.path.abspath(host_path)), self.work_dir
+        if path.is_symlink():
+            raise ValueError(f"cannot bind {host_path}: it is a symbolic link")
+        if path.is_relative_to(home) or path.resolve().is_relative_to(home.resolve()):
+            raise ValueError(f"cannot bind {host_path}: it is inside the sandbox's home; bind from private_dir")
 
     def _join_cgroup(self, pid: int) -> None:
         if not self.cgroup.dirs:

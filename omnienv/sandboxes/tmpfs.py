@@ -15,6 +15,7 @@ import functools
 import logging
 import os
 import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -65,4 +66,7 @@ def remove_tree(root: Path) -> None:
     for mounted in (root / "work", root / "run"):
         if _is_mount(mounted):
             unmount(mounted)
-    shutil.rmtree(root, ignore_errors=True)
+    try:
+        shutil.rmtree(root, ignore_errors=True)
+    except RecursionError:  # directories nested deeper than Python's recursion limit (3.11's rmtree recurses)
+        subprocess.run(["rm", "-rf", "--one-file-system", "--", str(root)], capture_output=True, timeout=300)

@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from omnienv.sandboxes.bubblewrap import dies_with_parent
 
 
@@ -23,6 +25,8 @@ def test_a_command_whose_owner_died_before_it_started_never_runs(tmp_path: Path)
 
 OWNER = """
 import subprocess, sys
+import pytest
+
 from omnienv.sandboxes.bubblewrap import dies_with_parent
 print(subprocess.Popen(dies_with_parent(["sleep", "60"])).pid, flush=True)
 sys.stdin.read()
@@ -55,3 +59,20 @@ def test_a_command_dies_with_the_process_that_started_it() -> None:
         if pid is not None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, 9)
+
+
+def test_a_bind_from_the_sandboxs_home_or_through_a_link_is_refused() -> None:
+    """The sandbox can rename anything in its home and bwrap follows links in a bind's source:
+    either would let it choose the host directory its next program gets."""
+    from omnienv.sandboxes.sandbox import Sandbox
+
+    sandbox = Sandbox()
+    try:
+        (sandbox.work_dir / "app").mkdir()
+        (sandbox.private_dir / "link").symlink_to(sandbox.private_dir / "app")
+        for source in (sandbox.work_dir / "app", sandbox.work_dir, sandbox.private_dir / "link"):
+            with pytest.raises(ValueError, match="cannot bind"):
+                sandbox.spawn(["true"], binds=[(str(source), "/app")])
+        assert sandbox.processes == []
+    finally:
+        sandbox.close()

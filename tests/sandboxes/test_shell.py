@@ -22,9 +22,9 @@ def shell(request: pytest.FixtureRequest) -> Iterator[SandboxShell]:
     """A started shell; with the parameter ``"host ignores SIGINT"``, started by a process that
     ignores SIGINT (as a server started in the background of a script does: children inherit it)."""
     sandbox = Sandbox()
-    (sandbox.work_dir / "app").mkdir()
+    (sandbox.private_dir / "app").mkdir()
     shell = SandboxShell(
-        sandbox, workdir="/app", env=ENV, binds=[(str(sandbox.work_dir / "app"), "/app")], output_bytes=4000
+        sandbox, workdir="/app", env=ENV, binds=[(str(sandbox.private_dir / "app"), "/app")], output_bytes=4000
     )
     try:
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if getattr(request, "param", None) else None

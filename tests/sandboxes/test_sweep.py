@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from omnienv.sandboxes.sandbox import Sandbox, sweep_stale
+from omnienv.sandboxes.tmpfs import remove_tree
 
 
 def test_only_roots_of_dead_owners_are_swept() -> None:
@@ -57,3 +58,17 @@ def test_a_killed_runs_test_sandboxes_and_idle_base_folders_are_swept(tmp_path: 
         assert live.root.exists() and running.exists()  # a live sandbox keeps its base folder
     finally:
         live.close()
+
+
+def test_a_tree_nested_past_pythons_recursion_limit_is_removed(tmp_path: Path) -> None:
+    """Python 3.11's ``shutil.rmtree`` recurses: an agent's deep directories must not outlive it."""
+    root = tmp_path / "omnienv-deep"
+    (root / "work").mkdir(parents=True)
+    fd = os.open(root / "work", os.O_RDONLY | os.O_DIRECTORY)
+    for _ in range(1100):
+        os.mkdir("d", dir_fd=fd)
+        fd, parent = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd), fd
+        os.close(parent)
+    os.close(fd)
+    remove_tree(root)
+    assert not root.exists()

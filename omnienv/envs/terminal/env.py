@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 from omnienv.core import AgentCausedEnd, Environment, Rubric, RubricScore, Task, ToolError, ToolResult, tool
 from omnienv.envs.terminal.harbor import HarborTask, find_tasks
 from omnienv.envs.terminal.verifier import Verdict, preflight_nesting, verify
-from omnienv.envs.terminal.workspace import build_workspace, env_for, workspace_binds
+from omnienv.envs.terminal.workspace import build_workspace, env_for, workspace_binds, workspace_dir
 from omnienv.sandboxes.bubblewrap import Limits
 from omnienv.sandboxes.sandbox import Sandbox
 from omnienv.sandboxes.shell import CommandResult, SandboxShell
@@ -152,7 +152,7 @@ class Terminal(Environment):
                 raise RuntimeError("no workspace to grade: the episode has not started")
             if self.shell is not None:
                 self.shell.close()  # the agent's processes die before the copy
-            self.verdict = verify(self.harbor, self.sandbox.work_dir / "workspace", self.sandbox.limits)
+            self.verdict = verify(self.harbor, workspace_dir(self.sandbox), self.sandbox.limits)
         return self.verdict
 
     def _run(self, command: str, timeout: float) -> CommandResult:

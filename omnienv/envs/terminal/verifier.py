@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from omnienv.envs.terminal.harbor import LOGS_MOUNT, TESTS_MOUNT, TOOLS_MOUNT, HarborTask
-from omnienv.envs.terminal.workspace import SANDBOX_ENV, copy_tree, read_plain_file, workspace_binds
+from omnienv.envs.terminal.workspace import SANDBOX_ENV, copy_tree, read_plain_file, workspace_binds, workspace_dir
 from omnienv.sandboxes.bubblewrap import Limits, SandboxUnavailableError
 from omnienv.sandboxes.sandbox import Sandbox
 
@@ -70,7 +70,7 @@ def verify(task: HarborTask, workspace: Path, limits: Limits) -> Verdict:
     """Grade ``workspace`` (a host directory, the agent's final one) with ``task``'s tests."""
     sandbox = Sandbox(limits, prefix="omnienv-verifier-")
     try:
-        copy_tree(workspace, sandbox.work_dir / "workspace")
+        copy_tree(workspace, workspace_dir(sandbox))
         tests = sandbox.root / "tests"  # the task's own, with the files its suite shares by link
         copy_tree(task.tests_dir, tests, follow_within=task.root)
         logs = sandbox.run_dir / "verifier"

@@ -21,7 +21,15 @@ from pathlib import Path, PurePosixPath
 from omnienv.envs.terminal.harbor import HarborTask
 from omnienv.sandboxes.sandbox import Sandbox
 
-__all__ = ["SANDBOX_ENV", "build_workspace", "copy_tree", "env_for", "read_plain_file", "workspace_binds"]
+__all__ = [
+    "SANDBOX_ENV",
+    "build_workspace",
+    "copy_tree",
+    "env_for",
+    "read_plain_file",
+    "workspace_binds",
+    "workspace_dir",
+]
 
 logger = logging.getLogger("omnienv.terminal")
 
@@ -40,14 +48,21 @@ _GITCONFIG = (
 )
 
 
+def workspace_dir(sandbox: Sandbox) -> Path:
+    """The workspace's host directory. It lives outside the agent's home, where nothing the agent
+    runs can rename it or put a link to a host directory in its place: every shell restart mounts
+    it again, and the verifier copies it."""
+    return sandbox.private_dir / "workspace"
+
+
 def workspace_binds(sandbox: Sandbox, task: HarborTask) -> list[tuple[str, str]]:
     """The workspace's host directory, mounted at the task's working directory."""
-    return [(str(sandbox.work_dir / "workspace"), task.mount)]
+    return [(str(workspace_dir(sandbox)), task.mount)]
 
 
 def build_workspace(sandbox: Sandbox, task: HarborTask) -> None:
     """Lay out the starting state: the task's copies, then its offline RUN steps, in order."""
-    workspace = sandbox.work_dir / "workspace"
+    workspace = workspace_dir(sandbox)
     workspace.mkdir(exist_ok=True)
     sandbox.write_work_file(".gitconfig", _GITCONFIG)
     for directory in {task.workdir, *(step.cwd for step in task.steps)}:
@@ -79,29 +94,47 @@ def copy_tree(source: Path, target: Path, *, follow_within: Path | None = None) 
     """Copy ``source``'s contents into ``target``: directories, regular files and links only.
 
     Links are copied as links, except those that lead to a file or directory inside
-    ``follow_within``, whose target is copied in their place.
+    ``follow_within``, whose target is copied in their place (once along any one path, so a link
+    to its own parent ends). The walk keeps its own stack: an agent's directories nested a
+    thousand deep are copied, not a ``RecursionError`` that would void the episode.
     """
+    within = follow_within.resolve() if follow_within is not None else None
     target.mkdir(parents=True, exist_ok=True)
-    with os.scandir(source) as entries:
+    pending: list[tuple[str, Path, frozenset[Path]]] = [(str(source), target, frozenset())]
+    made: list[tuple[str, Path]] = []  # directories copied, parents first: their times are set last
+    first = True
+    while pending:
+        directory, copy, followed = pending.pop()
+        try:
+            entries = list(os.scandir(directory))
+        except OSError as exc:
+            if first:
+                raise
+            logger.warning("workspace copy skipped %s: %s", directory, exc)
+            continue
+        first = False
         for entry in entries:
-            destination = target / entry.name
+            destination = copy / entry.name
             try:
                 mode = entry.stat(follow_symlinks=False).st_mode
-                resolved = Path(entry.path).resolve() if stat.S_ISLNK(mode) and follow_within else None
-                if resolved is not None and follow_within and resolved.is_relative_to(follow_within.resolve()):
-                    mode = resolved.stat().st_mode
-                    entry_path = str(resolved)
-                else:
-                    entry_path = entry.path
+                entry_path, into = entry.path, followed
+                if stat.S_ISLNK(mode) and within is not None:
+                    resolved = Path(entry.path).resolve()
+                    if resolved.is_relative_to(within) and resolved not in followed:
+                        mode, entry_path, into = resolved.stat().st_mode, str(resolved), followed | {resolved}
                 if stat.S_ISLNK(mode):
                     os.symlink(os.readlink(entry.path), destination)
                 elif stat.S_ISDIR(mode):
-                    copy_tree(Path(entry_path), destination, follow_within=follow_within)
-                    shutil.copystat(entry_path, destination, follow_symlinks=False)
+                    destination.mkdir(exist_ok=True)
+                    pending.append((entry_path, destination, into))
+                    made.append((entry_path, destination))
                 elif stat.S_ISREG(mode):
                     shutil.copy2(entry_path, destination, follow_symlinks=False)
             except OSError as exc:
                 logger.warning("workspace copy skipped %s: %s", entry.path, exc)
+    for entry_path, destination in reversed(made):  # children before parents: a copy changes its parent's times
+        with contextlib.suppress(OSError):
+            shutil.copystat(entry_path, destination, follow_symlinks=False)
 
 
 def read_plain_file(directory: Path, name: str, limit: int) -> bytes | None:

@@ -1,0 +1,53 @@
+"""The terminal's workspace, as the host mounts it and copies it, against an agent that reshapes it.
+
+The workspace is mounted again at every shell restart and copied for the verifier afterwards. If
+its host directory sat in the agent's writable home, the agent could rename it and leave a link to
+any host directory in its place: the next shell would mount that directory read-write at ``/app``
+(the task's tests and solution, the project's files), and the grade would be read from it. It
+lives beside the home instead; here the agent tries that, and nests directories deeper than the
+host's copy could once follow, which must be graded and never void the episode.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from omnienv.core import ToolCall
+from omnienv.envs.terminal import harbor_environment
+from tests.envs.test_terminal import make_task
+
+
+def run(command: str) -> ToolCall:
+    return ToolCall("run", {"command": command})
+
+
+def test_the_agent_cannot_put_a_host_directory_in_place_of_its_workspace(tmp_path: Path) -> None:
+    host = tmp_path / "host"
+    host.mkdir()
+    (host / "secret.txt").write_text("host secret\n")
+    env = harbor_environment(make_task(tmp_path / "suite"))()
+    try:
+        env.reset("train/answer")
+        home = env.step(run("ls -A ~")).observation.text
+        assert "keep" not in home and "workspace" not in home, home
+        for command in (f"mv ~/workspace ~/old; rm -rf ~/workspace; ln -s {host} ~/workspace", "exit"):
+            env.step(run(command))  # then a fresh shell, which mounts the workspace again
+        seen = env.step(run("cat /app/secret.txt; ls /app; echo 42 > /app/out.txt")).observation.text
+        assert "host secret" not in seen and "keep.txt" in seen, seen
+        assert [p.name for p in host.iterdir()] == ["secret.txt"]
+        result = env.step(ToolCall("submit", {}))
+        assert (result.failure, result.reward) == (None, 1.0), result
+    finally:
+        env.close()
+
+
+def test_directories_nested_past_pythons_recursion_limit_are_graded(tmp_path: Path) -> None:
+    env = harbor_environment(make_task(tmp_path))()
+    try:
+        env.reset("train/answer")
+        nest = "echo 42 > out.txt && for i in $(seq 1100); do mkdir d && cd d || exit 1; done && echo nested"
+        assert "nested" in env.step(run(nest)).observation.text
+        result = env.step(ToolCall("submit", {}))
+        assert (result.failure, result.reward) == (None, 1.0), result
+    finally:
+        env.close()
