@@ -45,7 +45,8 @@ class WebSocketEndpoint:
         try:
             if session_id is not None:
                 session = self.manager.attach(session_id, OPENENV)
-            else:
+            else:  # a socket of its own is a session like POST /sessions: never an agent's to open
+                self.handler.refuse_agents("opening and closing sessions")
                 session = await self.manager.open(owned=True, family=OPENENV)
                 session.attached = True  # nobody else may attach to a socket's own session
         except OmniEnvError as exc:

@@ -46,6 +46,9 @@ def start(http: httpx.Client) -> str:
 def test_agents_can_neither_create_nor_delete_sessions(agent_only) -> None:
     manager = agent_only.served.manager
     refused(agent_only.post("/sessions"))
+    with ws(agent_only.served.url) as socket:  # a socket of its own would take a slot the operator needs
+        reply = json.loads(socket.recv(timeout=5))
+    assert reply["type"] == "error" and reply["data"]["code"] == "AGENT_ONLY", reply
     assert manager.active == 0
     session_id = start(agent_only)
     refused(agent_only.delete(f"/sessions/{session_id}"))
