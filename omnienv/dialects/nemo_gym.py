@@ -25,6 +25,7 @@ in ``OMNIENV_NEMO_GYM_SECRET``, e.g. for several workers behind one address).
 from __future__ import annotations
 
 import logging
+import math
 import os
 import secrets
 import time
@@ -359,12 +360,14 @@ def aggregate(responses: Sequence[dict[str, Any]]) -> dict[str, Any]:
             masked += 1
             continue
         reward = reply.get("reward")
-        if isinstance(reward, bool) or not isinstance(reward, int | float):
-            raise MessageValidationError(f"every /verify reply needs a numeric 'reward', got {reward!r}")
+        if isinstance(reward, bool) or not isinstance(reward, int | float) or not math.isfinite(reward):
+            raise MessageValidationError(f"every /verify reply needs a finite numeric 'reward', got {reward!r}")
         key = reply.get("_ng_task_index", reply.get("task_id"))
+        if key is not None and (isinstance(key, bool) or not isinstance(key, str | int)):
+            raise MessageValidationError(f"'_ng_task_index' and 'task_id' must be a string or an integer, got {key!r}")
         groups.setdefault(key, []).append(float(reward))
     rewards = [reward for group in groups.values() for reward in group]
-    mean = sum(rewards) / len(rewards) if rewards else None  # every sample masked: no score, never 0
+    mean = _mean(rewards) if rewards else None  # every sample masked: no score, never 0
     agent = {
         "mean/reward": mean,
         "max/reward": max(rewards, default=None),
@@ -373,7 +376,11 @@ def aggregate(responses: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "num_masked": masked,
     }
     group_level = [
-        {"task": key, "mean/reward": sum(group) / len(group), "num_rollouts": len(group)}
-        for key, group in groups.items()
+        {"task": key, "mean/reward": _mean(group), "num_rollouts": len(group)} for key, group in groups.items()
     ]
     return {"group_level_metrics": group_level, "agent_metrics": agent, "key_metrics": {"mean/reward": mean}}
+
+
+def _mean(values: Sequence[float]) -> float:
+    """The mean of finite values, finite itself: each is divided first, so no sum overflows."""
+    return math.fsum(value / len(values) for value in values)

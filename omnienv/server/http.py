@@ -155,7 +155,8 @@ def http_routes(manager: SessionManager, handler: Handler) -> list[Route]:
             count = int(request.query_params.get("limit", 1000))
         except ValueError:
             raise MessageValidationError("'offset' and 'limit' must be integers") from None
-        page = index.page(split, max(offset, 0), max(count, 0))
+        offset, count = min(max(offset, 0), total), min(max(count, 0), total)  # what the page is: echoed as read
+        page = index.page(split, offset, count)
         return _json({"split": split, "total": total, "offset": offset, "tasks": [task.to_dict() for task in page]})
 
     # -- our stateful sessions ----------------------------------------------------------------

@@ -176,6 +176,8 @@ def test_each_server_has_its_own_secret_unless_one_is_set(monkeypatch: pytest.Mo
         ("/verify", b'{"response": {}, "responses_create_params": 3}', 422, "VALIDATION_ERROR"),
         ("/aggregate_metrics", b'{"verify_responses": 1}', 422, "VALIDATION_ERROR"),
         ("/aggregate_metrics", b'{"verify_responses": [{"reward": "high"}]}', 422, "VALIDATION_ERROR"),
+        ("/aggregate_metrics", b'{"verify_responses": [{"reward": 1, "task_id": {"a": 1}}]}', 422, "VALIDATION_ERROR"),
+        ("/aggregate_metrics", b'{"verify_responses": [{"reward": 1, "_ng_task_index": []}]}', 422, "VALIDATION_ERROR"),
     ],
 )
 def test_wrong_payloads_get_typed_errors(http: httpx.Client, path: str, content: bytes, status: int, code: str) -> None:
@@ -197,6 +199,8 @@ def test_aggregate_metrics_and_reverify_mode(http: httpx.Client) -> None:
     assert body["agent_metrics"]["mean/reward"] == 0.5 and body["agent_metrics"]["num_masked"] == 1
     assert body["key_metrics"] == {"mean/reward": 0.5}
     assert [group["mean/reward"] for group in body["group_level_metrics"]] == [0.5, 0.5]
+    huge = http.post("/aggregate_metrics", json={"verify_responses": [{"reward": 1e308}] * 2}).json()
+    assert huge["key_metrics"] == {"mean/reward": 1e308}  # a sum that overflowed made it null
     assert http.get("/reverify_mode").json() == "unsupported"
 
 

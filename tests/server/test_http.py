@@ -102,6 +102,9 @@ def test_task_routes_list_splits_and_tasks_but_never_answers(http) -> None:
     page = http.get("/splits/test/tasks", params={"offset": 2, "limit": 5}).json()
     assert page["total"] == len(Wordle.tasks("test")) and page["offset"] == 2
     assert [task["id"] for task in page["tasks"]] == [f"test/{i:04d}" for i in range(2, 7)]
+    for offset, shown in [(-5, 0), (10**30, page["total"])]:  # clamped, and echoed as used
+        beyond = http.get("/splits/test/tasks", params={"offset": offset, "limit": 10**30})
+        assert beyond.status_code == 200 and beyond.json()["offset"] == shown, beyond.text
     everything = http.get("/splits/test/tasks", params={"limit": 10_000})
     assert all("answer" not in task for task in everything.json()["tasks"])
     values = {str(value) for task in everything.json()["tasks"] for value in (task["id"], *task["data"].values())}
