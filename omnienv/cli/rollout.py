@@ -20,7 +20,10 @@ from omnienv.rollout.loop import EnvFactory
 
 def rollout(
     env: Annotated[str, typer.Argument(help="Environment name, e.g. wordle")],
-    policy: Annotated[str, typer.Option(help="Built-in policy: random, or the env's scripted one")] = "random",
+    policy: Annotated[
+        str,
+        typer.Option(help="random, one of the env's scripted policies (oracle, solver...), or package.module:Class"),
+    ] = "random",
     episodes: Annotated[int, typer.Option(min=1, help="How many episodes")] = 10,
     split: Annotated[str | None, typer.Option(help="Task split to cycle through, e.g. test")] = None,
     out: Annotated[Path | None, typer.Option(help="Write one JSON line per episode here")] = None,

@@ -133,6 +133,13 @@ class HostPool:
             actors = max(1, int(cpus // per_actor))
         if actors < 1:
             raise ValueError("a HostPool needs at least one actor")
+        asked, cpus = actors * float(self.options.get("num_cpus") or 0), float(ray.cluster_resources().get("CPU", 0))
+        if asked > cpus:  # said now, not after the wait: a cluster that cannot grow never places them
+            logger.warning(
+                "%d Ray actors ask for %g CPUs and the cluster has %g: the ones that do not fit wait up to %g s "
+                "for nodes; lower --ray-actors or --ray-cpus (each actor's share)",
+                actors, asked, cpus, ready_timeout,
+            )  # fmt: skip
         self.replace = replace
         self.direct = direct
         self.closed = False
