@@ -104,6 +104,9 @@ def test_a_correct_answer_scores_with_a_small_efficiency_term(pool: KernelPool) 
             await env.reset(task.id)
             result = await env.step(ToolCall("final_answer", {"answer": f"{task.answer} or 0"}))
             assert result.done and result.reward == 0.0 and result.info["rubric"] == {"correct": 0.0, "efficiency": 0.0}
+            await env.reset(task.id)
+            result = await env.step(ToolCall("final_answer", {"answer": str(task.answer)}))  # a guess, no cell
+            assert result.info["rubric"] == {"correct": 1.0, "efficiency": 1.0}, result.info
         finally:
             await env.close()
 

@@ -70,3 +70,45 @@ def test_a_kernel_the_host_kills_is_an_infrastructure_failure(served: tuple[str,
         result = player.run("x")
         assert result.failure is not None and "KernelDiedError" in result.failure.message, result
         assert "ended_by_agent" not in result.info
+
+
+UNREADABLE = [
+    pytest.param(
+        'get_ipython().kernel.iopub_socket.send_multipart([b"<IDS|MSG>", b"0" * 64, b"{}", b"{}", b"{}", b"{}"])',
+        id="unsigned",
+    ),
+    pytest.param(
+        'k = get_ipython().kernel\nm = k.session.msg("stream", {"name": "stdout", "text": "x"})\n'
+        'm["parent_header"] = [1, 2]\nk.session.send(k.iopub_socket, m)',
+        id="signed_wrong_shape",
+    ),
+]
+
+
+@pytest.mark.parametrize("code", UNREADABLE)
+def test_a_message_the_host_cannot_read_ends_the_episode_scored(served: tuple[str, KernelPool], code: str) -> None:
+    """The agent's code can write to the kernel's sockets: what it sends there must not void its episode."""
+    url, _ = served
+    with agent(url) as player:
+        assert player.run("x = 1").failure is None
+        assert_scored_end(player.run(code + "\nimport time\ntime.sleep(1)"), ("output_limit",))
+
+
+LIFELINE = """import json, os
+config = json.loads(open("/proc/self/cmdline", "rb").read().split(b"\\0")[-2])
+os.write(os.open(f"/proc/self/fd/{config['lifeline']}", os.O_WRONLY), b"x" * 64)
+import time
+time.sleep(1)
+"""
+
+
+def test_a_kernel_that_cuts_its_lifeline_ends_only_its_own_episode(served: tuple[str, KernelPool]) -> None:
+    """Each kernel has a lifeline of its own: written through ``/proc``, a shared one ended them all."""
+    url, _ = served
+    with agent(url) as bystander:
+        assert bystander.run("y = 2").failure is None
+        with agent(url) as attacker:
+            assert_scored_end(attacker.run(LIFELINE), ("kernel_died",))
+        assert "2" in bystander.run("print(y)").observation.text
+        with agent(url) as later:
+            assert "3" in later.run("print(3)").observation.text

@@ -125,7 +125,7 @@ def efficiency(env: Jupyter) -> float:
     if not correct(env):
         return 0.0
     spare = max(1, (env.max_turns or 20) - 2)
-    return max(0.0, 1.0 - (env.calls - 2) / spare)
+    return min(1.0, max(0.0, 1.0 - (env.calls - 2) / spare))  # an answer with no cell first earns no more
 
 
 # -- 4. the environment ------------------------------------------------------------------------

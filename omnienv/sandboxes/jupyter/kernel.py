@@ -59,17 +59,6 @@ KERNEL_ENV = {
 }
 """The kernel's whole environment, less ``PATH`` (the interpreter's directory comes first)."""
 
-_lifeline_fds: list[int] = []  # (read end, write end), made on first use, open for good
-_lifeline_lock = threading.Lock()
-
-
-def _lifeline() -> int:
-    """The read end of this process's lifeline; the write end stays open until the process ends."""
-    with _lifeline_lock:
-        if not _lifeline_fds:
-            _lifeline_fds.extend(os.pipe())  # both close-on-exec; each kernel inherits the read end
-        return _lifeline_fds[0]
-
 
 def kernel_limits(limits: OutputLimits) -> dict[str, int]:
     """The in-kernel bounds (:mod:`.inkernel.output`) that match the host's ``limits``."""
@@ -111,6 +100,10 @@ class SandboxedKernel:
         self._memory_mark = 0
         self._log = bytearray()
         self._log_fd: int | None = None
+        self._lifeline: int | None = None
+        """The write end of this kernel's own lifeline. Not one pipe for every kernel: the agent's code
+        can reopen its read end for writing through ``/proc/self/fd`` and write to it, which would
+        end every kernel of the process (and each one started after, while the bytes last)."""
         self._killed = False
         self._lock = threading.Lock()
 
@@ -131,7 +124,7 @@ class SandboxedKernel:
         ready_read, ready_write = os.pipe()
         log_read, log_write = os.pipe()
         self._log_fd = log_read
-        lifeline = _lifeline()
+        lifeline, self._lifeline = os.pipe()  # both close-on-exec; the kernel inherits the read end
         config = {
             "lifeline": lifeline, "ready": ready_write, "connection_file": f"{RUN}/kernel.json", "site": SITE,
             "limits": kernel_limits(self.output_limits), "preload": list(self.preload),
@@ -140,6 +133,7 @@ class SandboxedKernel:
             self._launch(view, config, ready_read, ready_write, log_write, timeout)
         finally:
             os.close(ready_read)
+            os.close(lifeline)
         self.baseline = self.pids()
         self._memory_mark = self.sandbox.memory_limit_hits()
 
@@ -304,7 +298,8 @@ class SandboxedKernel:
             self._killed = True
         self.host_killed = True
         self.sandbox.close()
-        if self._log_fd is not None:
-            with contextlib.suppress(OSError):
-                os.close(self._log_fd)
-            self._log_fd = None
+        for fd in (self._log_fd, self._lifeline):
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self._log_fd = self._lifeline = None

@@ -16,6 +16,7 @@ import contextlib
 import os
 import queue
 import weakref
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from omnienv.core import AgentCausedEnd
@@ -96,7 +97,7 @@ class JupyterSandbox:
             msg_id = client.kernel_info()
             with contextlib.suppress(queue.Empty):
                 while True:
-                    msg = await client.get_iopub_msg(timeout=0.05)
+                    msg = await self._receive(client.get_iopub_msg, 0.05)
                     if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "status":
                         await self._drain_reply(client, msg_id)
                         return client
@@ -119,7 +120,7 @@ class JupyterSandbox:
     async def _drain_reply(self, client: Any, msg_id: str, timeout: float = 1.0) -> dict[str, Any] | None:
         with contextlib.suppress(queue.Empty):
             while True:
-                msg = await client.get_shell_msg(timeout=timeout)
+                msg = await self._receive(client.get_shell_msg, timeout)
                 if msg["parent_header"].get("msg_id") == msg_id:
                     return msg
         return None
@@ -169,7 +170,7 @@ class JupyterSandbox:
                 self._interrupt(client)  # the first may have been swallowed
                 resend_at = now + RESEND_AFTER
             try:
-                msg = await client.get_iopub_msg(timeout=min(POLL_INTERVAL, max(deadline - now, 0.001)))
+                msg = await self._receive(client.get_iopub_msg, min(POLL_INTERVAL, max(deadline - now, 0.001)))
             except queue.Empty:
                 await self._check_link()
                 if reply is None:
@@ -235,6 +236,38 @@ class JupyterSandbox:
             AgentCausedEnd(
                 f"The kernel sent a message over the {frame_limit(self.output_limits) >> 20} MiB output limit "
                 "(or broke its own connection), so it was stopped. The episode is over.",
+                reason="output_limit",
+            )
+        )
+
+    async def _receive(self, get: Callable[..., Awaitable[Any]], timeout: float) -> dict[str, Any]:
+        """The kernel's next message on a channel, in the shape the host reads; ``queue.Empty`` when none.
+
+        The agent's code can write to the kernel's sockets itself: a message that fails its
+        signature or has the wrong shape ends the episode as the agent's doing (``output_limit``,
+        as a broken channel does), never as an exception that would void it."""
+        try:
+            msg = await get(timeout=timeout)
+        except queue.Empty:
+            raise
+        except Exception as exc:
+            await self._unreadable(f"{type(exc).__name__}: {exc}")
+        if not (
+            type(msg) is dict
+            and isinstance(msg.get("parent_header"), dict)
+            and isinstance(msg.get("msg_type"), str)
+            and isinstance(msg.get("content"), dict)
+        ):
+            await self._unreadable("a message without the fields every Jupyter message has")
+        return msg
+
+    async def _unreadable(self, what: str) -> NoReturn:
+        if not self._cells:  # before the agent's first cell, only the host's own kernel has spoken
+            raise KernelDiedError(f"the kernel sent a message the host cannot read ({what[:200]})")
+        await self._end(
+            AgentCausedEnd(
+                "The kernel sent a message the host cannot read (its signature or its shape was wrong), "
+                "so it was stopped. The episode is over.",
                 reason="output_limit",
             )
         )
