@@ -285,6 +285,13 @@ def test_workbooks_are_read_defensively() -> None:
     entity = b'<?xml version="1.0"?><!DOCTYPE a [<!ENTITY x "y">]><a>&x;</a>'
     assert parse_workbook(entity) is None
     assert parse_workbook(b"not xml") is None and parse_workbook(b"<other/>") is None
+    # read as UTF-8 only, where the check for "<!ENTITY" holds (in UTF-16 its bytes differ); a declared
+    # encoding Python lacks raised LookupError, a superscript digit ValueError: both voided the episode
+    utf16 = workbook_xml("S", [["x"]]).replace('encoding="UTF-8"', 'encoding="UTF-16"').encode("utf-16")
+    assert parse_workbook(utf16) is None
+    assert parse_workbook(b'<?xml version="1.0" encoding="x-bogus"?><a/>') is None
+    superscript = workbook_xml("S", [["x"]]).replace('ValueType="60"', 'ValueType="\u00b2"')
+    assert superscript != workbook_xml("S", [["x"]]) and parse_workbook(superscript.encode()) is not None
 
 
 def test_an_apps_home_is_named_by_a_plain_word() -> None:

@@ -81,11 +81,15 @@ def _unpacked(data: bytes) -> bytes | None:
 def parse_workbook(data: bytes) -> Sheets | None:
     """Sheet name -> cells of a saved workbook, in the file's order; None if it is not one."""
     xml = _unpacked(data)
-    if xml is None or b"<!DOCTYPE" in xml or b"<!ENTITY" in xml:
+    # The checks read UTF-8 bytes, so the file is read as UTF-8 whatever it declares. A NUL is no XML
+    # character: UTF-16 and UTF-32 (which a byte order mark would have the parser read) always have some.
+    if xml is None or b"<!DOCTYPE" in xml or b"<!ENTITY" in xml or b"\0" in xml:
         return None
+    parser = ElementTree.XMLParser(encoding="utf-8")
     try:
-        root = ElementTree.fromstring(xml)
-    except ElementTree.ParseError:
+        parser.feed(xml)
+        root = parser.close()
+    except (ElementTree.ParseError, ValueError, LookupError):
         return None
     if root.tag != f"{NS}Workbook":
         return None
@@ -105,7 +109,7 @@ def parse_workbook(data: bytes) -> Sheets | None:
                 shared.setdefault(expression_id, text)
             formula = text if text.startswith("=") else shared.get(expression_id or "")
             if value_type is not None and formula is None:
-                cells[position] = Cell(text, int(value_type) if value_type.isdigit() else None)
+                cells[position] = Cell(text, int(value_type) if value_type.isascii() and value_type.isdigit() else None)
             elif formula is not None:
                 cells[position] = Cell(text, None, formula)
         sheets[sheet.findtext(f"{NS}Name") or ""] = cells
