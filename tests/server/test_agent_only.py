@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import httpx
 import pytest
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+from websockets.exceptions import ConnectionClosedOK
 
 from omnienv.app import create_app
 from omnienv.core import AgentOnlyError, UsageError
@@ -18,7 +20,7 @@ from omnienv.server import ServerConfig
 from tests.polling import eventually
 from tests.server.conftest import ws
 from tests.server.test_mcp_sdk import leaf
-from tests.server.test_ws import ask, call
+from tests.server.test_ws import ask
 
 TOKEN = "operator-secret"
 
@@ -55,21 +57,15 @@ def test_a_token_is_made_when_none_is_given() -> None:
     assert len(app.state.manager.config.operator_token) >= 20
 
 
-def test_websocket_reset_step_and_state_frames_are_refused(agent_only) -> None:
+def test_a_websocket_is_refused_before_any_frame(agent_only) -> None:
+    """A socket of its own is a session, as POST /sessions makes one: refused, closed, no slot kept."""
     with ws(agent_only.served.url) as connection:
-        for frame in (
-            {"type": "reset", "data": {}},
-            call("guess", word="crane"),
-            {"type": "state"},
-            {"type": "mcp", "data": rpc("openenv/session/create")},
-        ):
-            reply = ask(connection, frame)
-            if reply["type"] == "mcp":
-                assert reply["data"]["error"]["data"]["code"] == "AGENT_ONLY"
-            else:
-                assert reply == {"type": "error", "data": reply["data"]} and reply["data"]["code"] == "AGENT_ONLY"
-        listed = ask(connection, {"type": "step", "data": {"type": "list_tools"}})
-        assert {t["name"] for t in listed["data"]["observation"]["tools"]} == {"guess", "get_history"}
+        reply = json.loads(connection.recv(timeout=5))
+        assert reply["type"] == "error" and reply["data"]["code"] == "AGENT_ONLY", reply
+        assert isinstance(error_from_data(reply["data"]), AgentOnlyError)
+        with pytest.raises(ConnectionClosedOK):
+            ask(connection, {"type": "reset", "data": {}})
+    assert agent_only.served.manager.active == 0
 
 
 def test_http_reset_step_and_state_are_refused(agent_only) -> None:
