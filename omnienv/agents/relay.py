@@ -95,6 +95,13 @@ class EpisodeShell:
         self.steps.append(Step(call, result, time.perf_counter() - started))
         return result
 
+    async def settle(self) -> None:
+        """The harness is gone: let the command it left running finish and be recorded (the
+        environment bounds it by its own timeout), and start no other. Until then the session is
+        busy, and ending it would fail as though the environment had broken."""
+        async with self._lock:
+            self.over.set()
+
     def _is_submission(self, output: str, exit_code: int) -> bool:
         if self.submit_marker is None or exit_code != 0:
             return False

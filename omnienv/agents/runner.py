@@ -131,6 +131,7 @@ class _Run:
             finished = await self._launch(context, shell)
         finally:
             self.relay.close(token)
+        await shell.settle()
         episode.steps = shell.steps
         episode.failure = shell.failure
         if not episode.over:  # the harness stopped without the episode ending: the trainer's cut scores it

@@ -143,6 +143,19 @@ def test_a_harness_past_its_time_is_stopped_with_its_children(
     assert not running_process(child)  # the sleep it left behind died with it
 
 
+def test_a_harness_stopped_while_its_command_runs_is_scored_with_that_command(tmp_path: Path) -> None:
+    """The harness is killed mid-command: the command is recorded, then the episode is ended and
+    scored. Ending it at once found the session busy, and voided the episode."""
+    instruction = Terminal.harbor_tasks()[TASK].instruction
+    with running(create_app(replay_responder({instruction: ["sleep 15"]}, lambda: [], SUBMIT))) as url:
+        item, log = _play(f"{url}/v1", tmp_path, timeout_s=10.0)
+    assert item.harness["stopped"] == "timeout", item.harness
+    episode = item.episode
+    assert episode.failure is None and episode.reward == 0.0, (episode.failure, log)
+    assert [step.call.name for step in episode.steps] == ["run", END]
+    assert episode.steps[0].call.arguments["command"] == "sleep 15"
+
+
 def test_a_harness_that_never_reaches_its_model_is_flagged(tmp_path: Path, model: str) -> None:
     spec = tmp_path / "broken.toml"
     spec.write_text('command = ["{python}", "-c", "import sys; sys.exit(5)"]\n')

@@ -273,3 +273,14 @@ def test_a_harness_still_running_after_its_episode_ended_is_stopped(tmp_path: Pa
     assert ended.log_tail() == "started\n"
     late = asyncio.run(play(False, 0.5))
     assert late.stopped == "timeout" and late.exit_code is not None
+
+
+def test_mini_swe_agents_config_reads_back_exactly_as_yaml() -> None:
+    """JSON escapes an emoji as a surrogate pair, which PyYAML read as two lone halves: every model
+    call of the episode then failed to encode, and the episode was flagged instead of played."""
+    import yaml
+
+    from omnienv.agents.minisweagent.harness import yaml_json
+
+    text = 'Fix the bug 😀 — "quoted" \\ back\tslash\n\x85 \u2028 \x7f \x01 \x9f 中文'
+    assert yaml.safe_load(yaml_json({"run": {"task": text}})) == {"run": {"task": text}}

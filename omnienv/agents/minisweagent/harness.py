@@ -23,6 +23,7 @@ LiteLLM and mini-swe-agent are kept offline and out of the user's files by envir
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -39,6 +40,18 @@ _FOUND = (
     "import importlib.util as u, sys; "
     "sys.exit(0 if u.find_spec('minisweagent') and u.find_spec('omnienv.agents.minisweagent') else 3)"
 )
+
+
+_YAML_ESCAPED = re.compile("[^\t\n\r\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+"""What YAML refuses to read, or reads as a line break, in a quoted string: written as an escape."""
+
+
+def yaml_json(value: Any) -> str:
+    """``value`` as JSON that YAML reads back exactly. JSON's own ``\\uXXXX`` escapes of a character
+    beyond the BMP are a surrogate pair, which PyYAML reads as two lone halves that no encoder takes
+    (an emoji in a task's instruction stopped every model call), so such characters are written as
+    they are, and only what YAML cannot hold is escaped."""
+    return _YAML_ESCAPED.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(value, indent=2, ensure_ascii=False))
 
 
 @dataclass(frozen=True)
@@ -88,7 +101,7 @@ class MiniSweAgent:
             "run": {"task": context.instruction},
         }
         config = context.workdir / "omnienv.yaml"
-        config.write_text(json.dumps(overlay, indent=2), encoding="utf-8")  # JSON is YAML
+        config.write_text(yaml_json(overlay), encoding="utf-8")
         env = base_environ(context)
         env.update(
             {
