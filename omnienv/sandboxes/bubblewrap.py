@@ -34,6 +34,7 @@ __all__ = [
     "bwrap_path",
     "dies_with_parent",
     "gate_taken",
+    "options_file",
     "python_paths",
 ]
 
@@ -133,6 +134,7 @@ def bwrap_command(
     hostname: str = "sandbox",
     block_fd: int | None = None,
     binds: Sequence[tuple[str, str]] = (),
+    options_fd: int | None = None,
 ) -> list[str]:
     """The full command line that runs ``argv`` in a fresh sandbox.
 
@@ -143,7 +145,10 @@ def bwrap_command(
     host's path). ``read_only`` paths are mounted at their own path, ``files`` (files or
     directories) read-only at their ``inside`` path, in that order, after the system. With
     ``block_fd``, bwrap waits to start ``argv`` until a byte can be read from it (so that the
-    caller can move the sandbox into its cgroup first).
+    caller can move the sandbox into its cgroup first). With ``options_fd`` (a new memory file, see
+    :func:`options_file`), bwrap's options are written there and read by bwrap (``--args``), not
+    put on its command line: inside the sandbox, ``/proc/1/cmdline`` is that command line, and the
+    options name the host path of every mount.
     """
     limits = limits or Limits()
     cmd = [
@@ -183,7 +188,18 @@ def bwrap_command(
     cmd += ["--remount-ro", "/", "--chdir", HOME]  # the root holds only mount points: make it read-only
     for key, value in (env or {}).items():
         cmd += ["--setenv", key, value]
-    return [*cmd, "--", *limits.prlimit_args(), *_default_signals(), *argv]
+    program = ["--", *limits.prlimit_args(), *_default_signals(), *argv]
+    if options_fd is None:
+        return [*cmd, *program]
+    os.write(options_fd, b"".join(option.encode() + b"\0" for option in cmd[1:]))
+    os.lseek(options_fd, 0, os.SEEK_SET)
+    return [cmd[0], "--args", str(options_fd), *program]
+
+
+def options_file() -> int:
+    """A memory file for :func:`bwrap_command`'s ``options_fd``, for the caller to pass to bwrap's
+    process and close (bwrap closes its own copy once read)."""
+    return os.memfd_create("bwrap-options", os.MFD_CLOEXEC)
 
 
 _CHECK_PARENT = 'test "$PPID" = "$0" && exec "$@"'

@@ -44,11 +44,13 @@ from omnienv.core.open_files import make_room_for_files
 from omnienv.sandboxes.bubblewrap import (
     HOME,
     LAUNCH_ENV,
+    SYSTEM_PATHS,
     Limits,
     SandboxUnavailableError,
     bwrap_command,
     dies_with_parent,
     gate_taken,
+    options_file,
 )
 from omnienv.sandboxes.cgroups import Cgroup, probe
 from omnienv.sandboxes.procfs import process_tree
@@ -65,9 +67,18 @@ class Sandbox:
     """Isolation for one session; see the module docs. Thread-safe; ``close`` is idempotent."""
 
     def __init__(
-        self, limits: Limits | None = None, *, base_dir: str | None = None, prefix: str = "omnienv-sandbox-"
+        self,
+        limits: Limits | None = None,
+        *,
+        base_dir: str | None = None,
+        prefix: str = "omnienv-sandbox-",
+        hidden: Sequence[str | Path] = (),
     ) -> None:
         self.limits = limits or Limits()
+        self.hidden = _in_view(PACKAGE, *hidden)
+        """Host directories the sandbox's read-only system would show, covered by an empty one in
+        every process: omnienv's own installation (every shipped task's tests and solutions, when it
+        is installed into the system's Python under ``/usr``), and what the caller names."""
         make_room_for_files()  # every sandbox holds a few files here; a process may drive hundreds
         self.root = Path(tempfile.mkdtemp(prefix=prefix, dir=base_dir))
         # Held while this process owns the sandbox; a free lock marks the files of a dead owner. It
@@ -148,18 +159,20 @@ class Sandbox:
         for host_path, _ in binds:
             self._check_bind_source(host_path)
         gate_read, gate_write = os.pipe()
+        options = options_file()
         try:
             command = bwrap_command(
                 argv,
                 work_dir=str(self.work_dir),
                 shared_dirs=shared_dirs,
                 read_only=read_only,
-                files=files,
+                files=[*((str(self._empty()), path) for path in self.hidden), *files],
                 env=env,
                 limits=self.limits,
                 hostname=hostname,
                 block_fd=gate_read,
                 binds=binds,
+                options_fd=options,
             )
             process = subprocess.Popen(
                 dies_with_parent(command),
@@ -167,15 +180,17 @@ class Sandbox:
                 stdout=stdout,
                 stderr=stderr,
                 env=dict(LAUNCH_ENV),
+                cwd="/",  # the launcher's shell exports its working directory (PWD), a host path, to bwrap
                 start_new_session=True,
                 close_fds=True,
-                pass_fds=(gate_read, *pass_fds),
+                pass_fds=(gate_read, options, *pass_fds),
             )
         except BaseException:
             os.close(gate_write)
             raise
         finally:
             os.close(gate_read)
+            os.close(options)
         with self._lock:
             self.processes.append(process)
         try:
@@ -198,6 +213,12 @@ class Sandbox:
                 "its own message, if any, went to the program's stderr"
             )
         return process
+
+    def _empty(self) -> Path:
+        empty = self.root / "empty"
+        if self.hidden:
+            empty.mkdir(mode=0o555, exist_ok=True)
+        return empty
 
     def _check_bind_source(self, host_path: str) -> None:
         """Refuse a bind the sandbox itself could redirect: a link, or a path inside its home."""
@@ -334,6 +355,25 @@ def preflight() -> None:
         quota.mkdir()
         if mount_tmpfs(quota, 1024 * 1024):  # warns once when work dirs cannot be capped
             unmount(quota)
+
+
+PACKAGE = Path(__file__).resolve().parents[1]
+"""omnienv's own package directory."""
+
+
+def _in_view(*paths: str | Path) -> tuple[str, ...]:
+    """Those of ``paths`` that a sandbox's read-only system mounts show (they lie under one), less
+    those inside another: the empty directory over that one hides them already."""
+
+    def under(path: str, roots: Sequence[str]) -> bool:
+        return any(path == root or path.startswith(root + "/") for root in roots)
+
+    shown = sorted({os.path.realpath(path) for path in paths if under(os.path.realpath(path), SYSTEM_PATHS)})
+    kept: list[str] = []
+    for path in shown:  # sorted: an ancestor comes before what lies in it
+        if not under(path, kept):
+            kept.append(path)
+    return tuple(kept)
 
 
 def _relative_parts(path: str) -> list[str]:

@@ -76,3 +76,29 @@ def test_a_bind_from_the_sandboxs_home_or_through_a_link_is_refused() -> None:
         assert sandbox.processes == []
     finally:
         sandbox.close()
+
+
+def test_no_host_path_of_a_mount_shows_inside_and_no_descriptor_is_left_open() -> None:
+    """``/proc/1/cmdline`` inside is bwrap's command line: its options (every mount's host path)
+    are read from a memory file, which bwrap closes, not passed as arguments. ``/proc/1/environ``
+    is bwrap's environment: no host path there either."""
+    from omnienv.sandboxes.sandbox import Sandbox
+
+    sandbox = Sandbox()
+    try:
+        (sandbox.private_dir / "app").mkdir()
+        script = "cat /proc/1/cmdline /proc/1/environ | tr '\\0' ' '; echo; echo $(ls /proc/self/fd); echo $MARK"
+        process = sandbox.spawn(
+            ["sh", "-c", script],
+            env={"PATH": "/usr/bin:/bin", "MARK": "set"},
+            binds=[(str(sandbox.private_dir / "app"), "/app")],
+            stdout=subprocess.PIPE,
+        )
+        out, _ = process.communicate(timeout=30)
+        cmdline, fds, mark = out.decode().splitlines()
+        assert process.returncode == 0 and mark == "set"  # the options were read: the variable is there
+        assert str(sandbox.root) not in cmdline and "--bind" not in cmdline, cmdline
+        assert os.getcwd() == "/" or f"PWD={os.getcwd()}" not in cmdline, cmdline  # bwrap's environment
+        assert sorted(fds.split()) == ["0", "1", "2", "3"], fds  # 3 is ls's own listing of the folder
+    finally:
+        sandbox.close()
