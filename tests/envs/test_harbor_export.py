@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 import tomllib
@@ -67,7 +68,7 @@ def run_as_harbor(task_dir: Path, script: str, workspace: Path, logs: Path) -> s
     /logs/verifier mounted, omnienv installed (here: this interpreter and checkout, read-only)."""
     env = dict(LAUNCH_ENV, HOME="/home/user", PATH=f"{Path(sys.executable).parent}:/usr/bin:/bin")
     dockerfile = (task_dir / "environment" / "Dockerfile").read_text()
-    env.update(pair.split("=", 1) for pair in dockerfile.split("ENV ", 1)[1].split())
+    env.update(pair.split("=", 1) for pair in shlex.split(dockerfile.split("ENV ", 1)[1]))  # quoted as Docker reads
     command = bwrap_command(
         ["bash", "-c", f"cd /app && bash {script}"],
         work_dir=str(workspace.parent / "home"),

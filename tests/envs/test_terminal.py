@@ -128,10 +128,14 @@ def test_the_working_directory_comes_from_the_dockerfile_or_task_toml_and_never_
     nested = read_task(task_with("WORKDIR /app\nWORKDIR sub/../src\n", "/app/src/"))
     assert (nested.mount, nested.workdir) == ("/app", "/app/src")
     refused = {
-        ("WORKDIR /\n", None): "works in /, where the sandbox mounts the host's system",
-        ("WORKDIR /app/../usr/local/app\n", None): "works in /usr, where",
-        ("WORKDIR /tests\n", None): "works in /tests, where",
-        ("", "/etc/app"): "[environment] workdir /etc/app is in /etc, where",
+        ("WORKDIR /\n", None): "works in or over /, where the sandbox mounts the host's system",
+        ("WORKDIR /app/../usr/local/app\n", None): "works in or over /usr, where",
+        ("WORKDIR /tests\n", None): "works in or over /tests, where",
+        ("WORKDIR /opt\n", None): "works in or over /opt/omnienv, where",  # over the verifier's tools
+        ("", "/opt"): "[environment] workdir /opt is in or over /opt/omnienv, where",
+        ("", "/etc/app"): "[environment] workdir /etc/app is in or over /etc, where",
+        ("WORKDIR /app\nCOPY app/keep.txt ../etc/x\n", None): "writes outside the working directory /app",
+        ("WORKDIR /app\nCOPY app/keep.txt /app/../../tmp/x\n", None): "writes outside the working directory /app",
         ("WORKDIR /app\n", "/app/../srv"): "[environment] workdir /srv is outside the working directory /app",
     }
     for (dockerfile, workdir), why in refused.items():
@@ -467,3 +471,41 @@ def test_a_suite_may_share_files_by_link_but_no_link_leads_out_of_it(tmp_path: P
     (task / "tests" / "secret").symlink_to("/etc/hostname")
     with pytest.raises(HarborTaskError, match="links to /etc/hostname"):
         read_task(task, "answer", suite)
+
+
+def test_the_sandbox_of_a_killed_process_is_swept_by_the_next_processes_first_episode(tmp_path: Path) -> None:
+    """A server killed mid-episode (SIGKILL, the OOM killer) cannot unmount its shell's storage:
+    the next process's first episode sweeps it, mounts and files, as the kernel pools do."""
+    import signal
+    import subprocess
+    import sys
+
+    from omnienv.envs.terminal import env as terminal_env
+
+    make_task(tmp_path)
+    child = (
+        "import sys; from omnienv.envs.terminal import harbor_environment\n"
+        "from pathlib import Path; env = harbor_environment(Path(sys.argv[1]))(); env.reset('train/answer')\n"
+        "print(env.sandbox.root, flush=True); sys.stdin.read()\n"
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-c", child, str(tmp_path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert process.stdout is not None
+        root = Path(process.stdout.readline().strip())
+        assert root.name.startswith(terminal_env.SHELL_PREFIX) and (root / "work" / "home").is_dir()
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=30)
+    try:
+        assert str(root / "work") in Path("/proc/self/mounts").read_text(), "the killed process left it mounted"
+        terminal_env.sweep_dead_owners.cache_clear()  # as in a process that has had no episode yet
+        env = harbor_environment(tmp_path)()
+        try:
+            assert play(env, "train/answer", "echo 42 > out.txt") == 1.0
+        finally:
+            env.close()
+        assert not root.exists() and str(root) not in Path("/proc/self/mounts").read_text()
+    finally:
+        terminal_env.sweep_dead_owners.__wrapped__()  # nothing is left, even when the sweep failed

@@ -30,10 +30,10 @@ from typing import Any, ClassVar
 
 from omnienv.core import AgentCausedEnd, Environment, Rubric, RubricScore, Task, ToolError, ToolResult, tool
 from omnienv.envs.terminal.harbor import HarborTask, find_tasks
-from omnienv.envs.terminal.verifier import Verdict, preflight_nesting, verify
+from omnienv.envs.terminal.verifier import VERIFIER_PREFIX, Verdict, preflight_nesting, verify
 from omnienv.envs.terminal.workspace import build_workspace, env_for, workspace_binds, workspace_dir
 from omnienv.sandboxes.bubblewrap import Limits
-from omnienv.sandboxes.sandbox import Sandbox
+from omnienv.sandboxes.sandbox import Sandbox, sweep_stale
 from omnienv.sandboxes.shell import CommandResult, SandboxShell
 
 __all__ = ["SUITE", "Terminal", "harbor_environment"]
@@ -41,9 +41,18 @@ __all__ = ["SUITE", "Terminal", "harbor_environment"]
 SUITE = Path(__file__).parent / "tasks"
 """The shipped task suite."""
 
+SHELL_PREFIX = "omnienv-terminal-"
 MAX_TIMEOUT_S = 600.0
 FILE_BYTES = 65_536
 WRITE_BYTES = 1_000_000
+
+
+@cache
+def sweep_dead_owners() -> int:
+    """Shells and verifiers of a process that was killed (or ran out of memory) keep their mounts,
+    cgroups and files until swept: the first episode in each process sweeps them, as the kernel
+    and display pools do when they start."""
+    return sweep_stale(prefix=SHELL_PREFIX) + sweep_stale(prefix=VERIFIER_PREFIX)
 
 
 # -- 1. the rubric -------------------------------------------------------------------------------
@@ -128,7 +137,8 @@ class Terminal(Environment):
             work_bytes=harbor.storage_mb * megabyte,
             cpu_seconds=int(max(900.0, harbor.agent_timeout)),
         )
-        self.sandbox = Sandbox(limits, prefix="omnienv-terminal-")
+        sweep_dead_owners()
+        self.sandbox = Sandbox(limits, prefix=SHELL_PREFIX, hidden=(harbor.root,))  # the suite's tests, solutions
         build_workspace(self.sandbox, harbor)
         self.shell = SandboxShell(
             self.sandbox, workdir=harbor.workdir, env=env_for(harbor), binds=workspace_binds(self.sandbox, harbor)

@@ -22,9 +22,9 @@ over the exported tasks (:func:`exported_environment`).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
-import shutil
-import tomllib
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -32,7 +32,8 @@ from typing import Any
 import omnienv
 from omnienv.core import EnvironmentBase, OmniEnvError, Task, ToolSpec, as_sync, load_environment, registered
 from omnienv.envs.terminal.env import Terminal
-from omnienv.envs.terminal.harbor import HarborTaskError
+from omnienv.envs.terminal.harbor import HarborTaskError, read_toml
+from omnienv.envs.terminal.workspace import copy_tree
 
 __all__ = ["export_harbor", "exported_environment", "exported_identity", "spec_of"]
 
@@ -64,7 +65,7 @@ def export_harbor(env_class: type[EnvironmentBase], out: Path, splits: Sequence[
         for harbor in env_class.harbor_tasks().values():
             if harbor.split in chosen:
                 target = out / harbor.id
-                shutil.copytree(harbor.path, target, dirs_exist_ok=True)
+                copy_tree(harbor.path, target, follow_within=harbor.root)  # no link leads out of the suite
                 written.append(target)
         return written
     spec = spec_of(env_class)
@@ -76,7 +77,9 @@ def export_harbor(env_class: type[EnvironmentBase], out: Path, splits: Sequence[
 
 
 def _write_task(env_class: type[EnvironmentBase], spec: str, task: Task, policy: str | None, out: Path) -> Path:
-    target = out / task.id.replace("/", "-")
+    if any(ord(character) < 32 or ord(character) == 127 for character in task.id):
+        raise HarborTaskError(f"task id {task.id!r} holds control characters: it cannot name a Harbor task")
+    target = out / _folder_name(task.id)
     (target / "environment").mkdir(parents=True, exist_ok=True)
     (target / "tests").mkdir(exist_ok=True)
     seed = 0
@@ -118,13 +121,24 @@ def _write_task(env_class: type[EnvironmentBase], spec: str, task: Task, policy:
         "FROM python:3.11-slim\n"
         f'RUN pip install --no-cache-dir "omnienv=={omnienv.__version__}"\n'
         "WORKDIR /app\n"
-        f"ENV OMNIENV_HARBOR_ENV={spec} OMNIENV_HARBOR_TASK={task.id} OMNIENV_HARBOR_SEED={seed}\n"
+        f"ENV OMNIENV_HARBOR_ENV={json.dumps(spec)} OMNIENV_HARBOR_TASK={json.dumps(task.id)} "
+        f"OMNIENV_HARBOR_SEED={seed}\n"
     )
     _script(target / "tests" / "test.sh", "omnienv harbor grade --out /logs/verifier/reward.json")
     if policy is not None:
         (target / "solution").mkdir(exist_ok=True)
         _script(target / "solution" / "solve.sh", f"omnienv harbor solve --policy {policy}")
     return target
+
+
+def _folder_name(task_id: str) -> str:
+    """A task's folder: its id with ``/`` as ``-``, or, for an id that is no plain file name (any
+    environment's ids are exported, an imported server's too), a safe name made unique by a hash."""
+    name = task_id.replace("/", "-")
+    if re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9._-]*", name):
+        return name
+    digest = hashlib.sha256(task_id.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+    return f"{re.sub(r'[^A-Za-z0-9._-]+', '-', name).strip('.-')[:80] or 'task'}-{digest}"
 
 
 _PLACEHOLDERS = {"string": "...", "integer": 0, "number": 0.0, "boolean": False, "array": [], "object": {}}
@@ -168,7 +182,11 @@ def exported_identity(task_dir: Path) -> dict[str, Any] | None:
     toml = task_dir / "task.toml"
     if not toml.is_file():
         return None
-    found = tomllib.loads(toml.read_text()).get("metadata", {}).get("omnienv")
+    try:
+        metadata = read_toml(toml).get("metadata")
+    except HarborTaskError:
+        return None  # read as a plain task, it is refused alone, naming its file
+    found = metadata.get("omnienv") if isinstance(metadata, dict) else None
     return dict(found) if isinstance(found, dict) and {"env", "task"} <= set(found) else None
 
 
@@ -181,7 +199,14 @@ def exported_environment(root: Path) -> type[EnvironmentBase] | None:
         return None
     if len(identities) != len(dirs) or len({identity["env"] for identity in identities}) != 1:
         raise HarborTaskError(f"{root} mixes tasks exported from omnienv environments with others; read them apart")
-    original = load_environment(identities[0]["env"])
+    name = identities[0]["env"]
+    if not isinstance(name, str) or name not in registered():
+        raise HarborTaskError(
+            f"the tasks under {root} name the environment {name!r}, which is not a registered one: reading a Harbor "
+            "folder runs no code that the folder names. Load that environment yourself (omnienv serve "
+            "package.module:Class, or register it) if you trust it"
+        )
+    original = load_environment(name)
     chosen = {identity["task"] for identity in identities}
     by_split: dict[str, tuple[Task, ...]] = {
         split: tuple(t for t in original.task_index().split(split) if t.id in chosen) for split in original.splits

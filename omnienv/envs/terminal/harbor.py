@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import posixpath
 import re
 import shlex
@@ -38,7 +39,7 @@ from omnienv.envs.terminal.hazards import verifier_hazards
 from omnienv.envs.terminal.offline import host_has_package, installs_over_network, script_needs, system_packages
 from omnienv.sandboxes.bubblewrap import SYSTEM_PATHS
 
-__all__ = ["BuildStep", "HarborTask", "HarborTaskError", "find_tasks", "read_task"]
+__all__ = ["BuildStep", "HarborTask", "HarborTaskError", "find_tasks", "read_task", "read_toml"]
 
 logger = logging.getLogger("omnienv.terminal")
 
@@ -118,9 +119,22 @@ class HarborTask:
 
 
 def read_task(path: Path, task_id: str | None = None, root: Path | None = None) -> HarborTask:
-    """Read one task directory, or say exactly why it cannot run container-free."""
-    path = path.resolve()
-    name = task_id or path.name
+    """Read one task directory, or say exactly why it cannot run container-free.
+
+    Whatever a malformed file raises is a :class:`HarborTaskError` naming the task: a suite keeps
+    its other tasks, and a served folder never meets a traceback."""
+    try:
+        return _read_task(path.resolve(), task_id or path.resolve().name, root)
+    except HarborTaskError:
+        raise
+    except (UnicodeDecodeError, ValueError, TypeError, AttributeError, RuntimeError, OSError) as exc:
+        raise HarborTaskError(
+            f"task '{task_id or path.name}' cannot be read ({type(exc).__name__}: {exc}): fix its files "
+            "(task.toml tables and numbers, UTF-8 text, shell quoting in the Dockerfile, links that end)"
+        ) from exc
+
+
+def _read_task(path: Path, name: str, root: Path | None) -> HarborTask:
     multi = _multi_step_root(path)
     if multi is not None:
         raise HarborTaskError(
@@ -131,7 +145,7 @@ def read_task(path: Path, task_id: str | None = None, root: Path | None = None) 
         if not (path / required).is_file():
             raise HarborTaskError(f"{path} is not a Harbor task: it has no {required}")
     _check_links(path, name, (root or path).resolve())
-    config = _read_toml(path / "task.toml")
+    config = read_toml(path / "task.toml")
     if (path / "environment" / "docker-compose.yaml").exists() or (
         path / "environment" / "docker-compose.yml"
     ).exists():
@@ -147,8 +161,8 @@ def read_task(path: Path, task_id: str | None = None, root: Path | None = None) 
             f"task '{name}' needs a container: tests/test.sh line {number} ({line[:80]}) {why}; "
             "its verifier runs container-free, on the host's read-only system with no network"
         )
-    metadata = dict(config.get("metadata", {}))
-    environment = config.get("environment", {})
+    metadata = _table(config, "metadata", name)
+    environment = _table(config, "environment", name)
     workdir = workdirs[-1] if workdirs else DEFAULT_WORKDIR
     named = environment.get("workdir")  # [environment] workdir: where the agent and the verifier start
     if isinstance(named, str) and named.strip():
@@ -157,7 +171,7 @@ def read_task(path: Path, task_id: str | None = None, root: Path | None = None) 
             mount = workdir
             if reserved := _reserved(workdir):
                 raise HarborTaskError(
-                    f"task '{name}' needs a container: task.toml's [environment] workdir {workdir} is in "
+                    f"task '{name}' needs a container: task.toml's [environment] workdir {workdir} is in or over "
                     f"{reserved}, where the sandbox mounts the host's system or the verifier's files"
                 )
         elif not _inside(workdir, mount):
@@ -165,13 +179,13 @@ def read_task(path: Path, task_id: str | None = None, root: Path | None = None) 
                 f"task '{name}' needs a container: task.toml's [environment] workdir {workdir} is outside the "
                 f"working directory {mount}, the only place the sandbox makes writable"
             )
-    memory = environment.get("memory_mb") or _megabytes(environment.get("memory")) or 2048
-    storage = environment.get("storage_mb") or _megabytes(environment.get("storage")) or 1024
+    memory = _number(environment, "memory_mb", _megabytes(environment.get("memory")) or 2048, name)
+    storage = _number(environment, "storage_mb", _megabytes(environment.get("storage")) or 1024, name)
     return HarborTask(
         id=name,
         path=path,
         root=root or path,
-        instruction=(path / "instruction.md").read_text(),
+        instruction=(path / "instruction.md").read_text(encoding="utf-8"),
         split=str(metadata.get("split") or "test"),
         metadata=metadata,
         workdir=workdir,
@@ -180,10 +194,10 @@ def read_task(path: Path, task_id: str | None = None, root: Path | None = None) 
         env=env,
         verifier_env=_table_env(config, "verifier", name),
         solution_env=_table_env(config, "solution", name),
-        verifier_timeout=float(config.get("verifier", {}).get("timeout_sec", 600.0)),
-        agent_timeout=float(config.get("agent", {}).get("timeout_sec", 1800.0)),
-        build_timeout=float(environment.get("build_timeout_sec", 600.0)),
-        cpus=float(environment.get("cpus", 1.0)),
+        verifier_timeout=_number(_table(config, "verifier", name), "timeout_sec", 600.0, name),
+        agent_timeout=_number(_table(config, "agent", name), "timeout_sec", 1800.0, name),
+        build_timeout=_number(environment, "build_timeout_sec", 600.0, name),
+        cpus=_number(environment, "cpus", 1.0, name),
         memory_mb=int(memory),
         storage_mb=int(storage),
         base_image=base,
@@ -237,29 +251,59 @@ def _multi_step_root(path: Path) -> Path | None:
     the steps, and runs them one after another in one environment.
     """
     for candidate in (path, path.parent.parent if path.parent.name == "steps" else None):
-        if candidate is not None and isinstance(_read_toml(candidate / "task.toml").get("steps"), list):
+        if candidate is not None and isinstance(read_toml(candidate / "task.toml").get("steps"), list):
             return candidate
     return None
 
 
 def _check_links(path: Path, name: str, root: Path) -> None:
     """Links in a task's files may lead only inside the folder it was loaded from: they are
-    followed when the files go to a sandbox, and no task may hand it a file of the host's."""
-    for link in sorted(p for p in path.rglob("*") if p.is_symlink()):
-        target = link.resolve()
-        if not target.is_relative_to(root):
-            raise HarborTaskError(
-                f"task '{name}': {link.relative_to(path)} links to {target}, outside {root}; load the folder "
-                "that holds both (for a task of a suite that shares files, the suite's folder)"
-            )
+    followed when the files go to a sandbox, and no task may hand it a file of the host's. A link
+    to a directory elsewhere in the folder is checked through: the links in that directory too."""
+    pending, seen = [path], {path}
+    while pending:
+        for folder, directories, files in os.walk(pending.pop()):
+            for entry in sorted([*directories, *files]):
+                link = Path(folder, entry)
+                if not link.is_symlink():
+                    continue
+                shown = link.relative_to(root) if link.is_relative_to(root) else link
+                try:
+                    target = link.resolve()
+                except (OSError, RuntimeError) as exc:  # a loop
+                    raise HarborTaskError(f"task '{name}': {shown} is a link that never ends ({exc})") from exc
+                if not target.is_relative_to(root):
+                    raise HarborTaskError(
+                        f"task '{name}': {shown} links to {target}, outside {root}; load the folder that "
+                        "holds both (for a task of a suite that shares files, the suite's folder)"
+                    )
+                if target.is_dir() and target not in seen:
+                    seen.add(target)
+                    pending.append(target)
 
 
 # -- task.toml and the Dockerfile ----------------------------------------------------------------
 
 
+def _table(config: Mapping[str, Any], table: str, name: str) -> dict[str, Any]:
+    """``[table]`` of task.toml (empty when absent), refused when it is no table."""
+    value = config.get(table, {})
+    if not isinstance(value, dict):
+        raise HarborTaskError(f"task '{name}': task.toml's {table} must be a table ([{table}]), not {value!r:.60}")
+    return dict(value)
+
+
+def _number(table: Mapping[str, Any], key: str, default: float, name: str) -> float:
+    """A positive number of task.toml (``default`` when absent), refused when it is anything else."""
+    value = table.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < float("inf"):
+        raise HarborTaskError(f"task '{name}': task.toml's {key} must be a positive number, not {value!r:.60}")
+    return float(value)
+
+
 def _table_env(config: Mapping[str, Any], table: str, name: str) -> dict[str, str]:
     """``[table] env`` of task.toml: literal values only, as the sandbox passes on no host variable."""
-    env = (config.get(table) or {}).get("env") or {}
+    env = _table(config, table, name).get("env") or {}
     if not isinstance(env, dict):
         raise HarborTaskError(f"task '{name}': [{table}] env must be a table of NAME = \"value\"")
     for key, value in env.items():
@@ -273,13 +317,14 @@ def _table_env(config: Mapping[str, Any], table: str, name: str) -> dict[str, st
     return {str(key): value if isinstance(value, str) else json.dumps(value) for key, value in env.items()}
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+def read_toml(path: Path) -> dict[str, Any]:
+    """A task's ``task.toml`` (empty when there is none), or a :class:`HarborTaskError` naming it."""
     if not path.is_file():
         return {}
     try:
-        return tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as exc:
-        raise HarborTaskError(f"{path} is not valid TOML: {exc}") from exc
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise HarborTaskError(f"{path} is not valid TOML in UTF-8: {exc}") from exc
 
 
 def _megabytes(value: Any) -> int | None:
@@ -341,7 +386,7 @@ def _read_dockerfile(path: Path, name: str) -> tuple[str, list[str], list[BuildS
             "container-free runs use the host's read-only system and no network"
         )
 
-    for number, keyword, arguments in _instructions(path.read_text()):
+    for number, keyword, arguments in _instructions(path.read_text(encoding="utf-8")):
         line = f"{keyword} {arguments}"
         arguments = re.sub(r"\$\{?(\w+)\}?", lambda m: args.get(m.group(1), env.get(m.group(1), m.group(0))), arguments)
         if keyword == "FROM":
@@ -357,7 +402,7 @@ def _read_dockerfile(path: Path, name: str) -> tuple[str, list[str], list[BuildS
                 raise refuse(
                     number,
                     line,
-                    f"works in {reserved}, where the sandbox mounts the host's system or the verifier's files",
+                    f"works in or over {reserved}, where the sandbox mounts the host's system or the verifier's files",
                 )
             workdirs.append(cwd)
         elif keyword == "ENV":
@@ -369,7 +414,7 @@ def _read_dockerfile(path: Path, name: str) -> tuple[str, list[str], list[BuildS
             if keyword == "ADD" and any(re.match(r"https?://", word) for word in words):
                 raise refuse(number, line, "downloads a file")
             *sources, target = words
-            target = str(PurePosixPath(cwd) / target) + ("/" if target.endswith("/") else "")
+            target = posixpath.normpath(PurePosixPath(cwd) / target) + ("/" if target.endswith("/") else "")
             mount = workdirs[0] if workdirs else DEFAULT_WORKDIR
             if not _inside(target.rstrip("/") or "/", mount):
                 raise refuse(number, line, f"writes outside the working directory {mount}")
@@ -405,11 +450,16 @@ def _env_pairs(arguments: str) -> dict[str, str]:
 
 
 def _reserved(mount: str) -> str | None:
-    """The system directory (or the verifier's) that a writable workspace at ``mount`` would hide."""
+    """The system directory (or the verifier's) that a writable workspace at ``mount`` would hide
+    or lie in. The workspace is mounted over the verifier's files: at ``/opt`` it would hide the
+    verifier's tools, and the agent's own ``bash`` would grade it."""
     if mount == "/":
         return "/"
-    return next((path for path in (*SYSTEM_PATHS, *VERIFIER_PATHS) if _inside(mount, path)), None)
+    paths = (*SYSTEM_PATHS, *VERIFIER_PATHS)
+    return next((path for path in paths if _inside(mount, path) or _inside(path, mount)), None)
 
 
 def _inside(path: str, root: str) -> bool:
+    """Whether ``path`` is ``root`` or lies under it, ``..`` resolved (``/app/../etc`` is not in ``/app``)."""
+    path, root = posixpath.normpath(path), posixpath.normpath(root)
     return PurePosixPath(path) == PurePosixPath(root) or PurePosixPath(root) in PurePosixPath(path).parents

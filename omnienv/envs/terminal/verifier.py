@@ -31,10 +31,11 @@ from omnienv.envs.terminal.workspace import SANDBOX_ENV, copy_tree, read_plain_f
 from omnienv.sandboxes.bubblewrap import Limits, SandboxUnavailableError
 from omnienv.sandboxes.sandbox import Sandbox
 
-__all__ = ["GRADER_LIBRARY", "Verdict", "preflight_nesting", "verify"]
+__all__ = ["GRADER_LIBRARY", "VERIFIER_PREFIX", "Verdict", "preflight_nesting", "verify"]
 
 GRADER_LIBRARY = Path(__file__).parent / "tasks" / "_shared"
 """The shipped graders' library; a task whose ``tests/`` has its ``verifylib.py`` uses it."""
+VERIFIER_PREFIX = "omnienv-verifier-"
 REQUIRE_NESTING = {"OMNIENV_VERIFIER": "1"}
 """Tells the shipped graders they run here, where they must nest (a task's ``ENV`` cannot undo it)."""
 VERIFIER_ENV = {**SANDBOX_ENV, **REQUIRE_NESTING}
@@ -68,7 +69,7 @@ class Verdict:
 
 def verify(task: HarborTask, workspace: Path, limits: Limits) -> Verdict:
     """Grade ``workspace`` (a host directory, the agent's final one) with ``task``'s tests."""
-    sandbox = Sandbox(limits, prefix="omnienv-verifier-")
+    sandbox = Sandbox(limits, prefix=VERIFIER_PREFIX, hidden=(task.root,))
     try:
         copy_tree(workspace, workspace_dir(sandbox))
         tests = sandbox.root / "tests"  # the task's own, with the files its suite shares by link
@@ -110,7 +111,7 @@ def preflight_nesting() -> None:
     """Raise :class:`SandboxUnavailableError` unless a verifier's sandbox can start the nested ones
     the shipped graders run the agent's code in (asked of their own library)."""
     probe = "import sys; sys.path.insert(0, '/tests'); import verifylib; verifylib.nesting_available()"
-    sandbox = Sandbox(Limits(), prefix="omnienv-verifier-")
+    sandbox = Sandbox(Limits(), prefix=VERIFIER_PREFIX)
     try:
         process = sandbox.spawn(
             ["python3", "-I", "-c", probe],

@@ -18,7 +18,7 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
-from omnienv.envs.terminal.harbor import HarborTask
+from omnienv.envs.terminal.harbor import BuildStep, HarborTask
 from omnienv.sandboxes.sandbox import Sandbox
 
 __all__ = [
@@ -61,33 +61,65 @@ def workspace_binds(sandbox: Sandbox, task: HarborTask) -> list[tuple[str, str]]
 
 
 def build_workspace(sandbox: Sandbox, task: HarborTask) -> None:
-    """Lay out the starting state: the task's copies, then its offline RUN steps, in order."""
+    """Lay out the starting state: the task's copies, then its offline RUN steps, in order.
+
+    Both run in the sandbox: a copy made by the host would follow a link that an earlier step
+    put in the workspace (``app/x -> /etc``) and write a host file."""
     workspace = workspace_dir(sandbox)
     workspace.mkdir(exist_ok=True)
     sandbox.write_work_file(".gitconfig", _GITCONFIG)
     for directory in {task.workdir, *(step.cwd for step in task.steps)}:
         (workspace / _relative(directory, task.mount)).mkdir(parents=True, exist_ok=True)
-    binds = workspace_binds(sandbox, task)
     for step in task.steps:
         if step.kind == "copy":
-            _copy_in(task.path / "environment" / step.source, workspace, step.target, task.mount)
-            continue
-        script = f"cd {shlex.quote(step.cwd)} && {step.command}"
-        with tempfile.TemporaryFile() as log:
-            process = sandbox.spawn(
-                ["bash", "-c", script], env={**SANDBOX_ENV, **dict(step.env)}, binds=binds, stdout=log, stderr=log
-            )
-            try:
-                code = process.wait(timeout=task.build_timeout)
-            except subprocess.TimeoutExpired:
-                sandbox.kill()
-                raise RuntimeError(
-                    f"task '{task.id}': a RUN step took over {task.build_timeout:g} s: {step.command[:100]}"
-                ) from None
-            if code != 0:
-                log.seek(0)
-                tail = log.read()[-1500:].decode("utf-8", "replace")
-                raise RuntimeError(f"task '{task.id}': RUN {step.command[:100]} exited with {code}:\n{tail}")
+            source = _context_file(task, step.source)
+            into = "into" if step.target.endswith("/") else "to"
+            target = step.target.rstrip("/") or "/"
+            name = PurePosixPath(step.source).name
+            _run_step(sandbox, task, ["sh", "-c", _COPY, "copy", target, into, name], SANDBOX_ENV, source, step)
+        else:
+            script = f"cd {shlex.quote(step.cwd)} && {step.command}"
+            _run_step(sandbox, task, ["bash", "-c", script], {**SANDBOX_ENV, **dict(step.env)}, None, step)
+
+
+_CONTEXT = "/.omnienv-context"
+_COPY = f"""set -e
+if [ -d {_CONTEXT} ]; then mkdir -p -- "$1"; cp -dR --preserve=mode,timestamps -- {_CONTEXT}/. "$1"/
+elif [ "$2" = into ] || [ -d "$1" ]; then mkdir -p -- "$1"; cp -dR --preserve=mode,timestamps -- {_CONTEXT} "$1/$3"
+else mkdir -p -- "$(dirname -- "$1")"; cp -dR --preserve=mode,timestamps -- {_CONTEXT} "$1"
+fi
+"""
+"""Docker's COPY: a directory's contents into the target; a file into a target directory (one
+named with a trailing slash, or one that exists) or as the target."""
+
+
+def _context_file(task: HarborTask, source: str) -> Path:
+    """A COPY source, its links followed: it must stay inside the folder the task was read from."""
+    path = task.path / "environment" / source
+    resolved = path.resolve()
+    if not resolved.is_relative_to(task.root.resolve()) or not resolved.exists():
+        raise RuntimeError(f"task '{task.id}': COPY {source} leads to {resolved}, outside {task.root}")
+    return resolved
+
+
+def _run_step(
+    sandbox: Sandbox, task: HarborTask, argv: list[str], env: Mapping[str, str], source: Path | None, step: BuildStep
+) -> None:
+    files = [] if source is None else [(str(source), _CONTEXT)]
+    what = f"COPY {step.source} {step.target}" if step.kind == "copy" else f"RUN {step.command[:100]}"
+    with tempfile.TemporaryFile() as log:
+        process = sandbox.spawn(
+            argv, env=env, binds=workspace_binds(sandbox, task), files=files, stdout=log, stderr=log
+        )
+        try:
+            code = process.wait(timeout=task.build_timeout)
+        except subprocess.TimeoutExpired:
+            sandbox.kill()
+            raise RuntimeError(f"task '{task.id}': {what} took over {task.build_timeout:g} s") from None
+        if code != 0:
+            log.seek(0)
+            tail = log.read()[-1500:].decode("utf-8", "replace")
+            raise RuntimeError(f"task '{task.id}': {what} exited with {code}:\n{tail}")
 
 
 def copy_tree(source: Path, target: Path, *, follow_within: Path | None = None) -> None:
@@ -149,21 +181,11 @@ def read_plain_file(directory: Path, name: str, limit: int) -> bytes | None:
         return f.read(limit)
 
 
-def _copy_in(source: Path, workspace: Path, target: str, mount: str) -> None:
-    destination = workspace / _relative(target.rstrip("/") or "/", mount)
-    if source.is_dir():
-        shutil.copytree(source, destination, symlinks=True, dirs_exist_ok=True)
-    elif target.endswith("/") or destination.is_dir():
-        destination.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(source, destination / source.name)
-    else:
-        destination.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(source, destination)
-
-
 def _relative(path: str, mount: str) -> str:
     with contextlib.suppress(ValueError):
-        return str(PurePosixPath(path).relative_to(mount))
+        relative = PurePosixPath(path).relative_to(mount)
+        if ".." not in relative.parts:
+            return str(relative)
     raise ValueError(f"{path} is outside {mount}")
 
 
