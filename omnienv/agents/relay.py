@@ -156,6 +156,10 @@ class Relay:
         command, timeout = (data.get("command"), data.get("timeout")) if isinstance(data, dict) else (None, None)
         if not isinstance(command, str) or not (timeout is None or isinstance(timeout, int | float)):
             return JSONResponse({"error": 'expected {"command": str, "timeout": number or null}'}, 400)
+        try:
+            command.encode()
+        except UnicodeEncodeError:  # JSON may carry a lone surrogate half; no shell or wire can
+            return JSONResponse({"error": "the command is not valid Unicode (a lone surrogate)"}, 400)
         return JSONResponse(await shell.run(command, None if timeout is None else float(timeout)))
 
 

@@ -26,7 +26,7 @@ from omnienv.core.threads import to_blocking_thread
 from omnienv.core.types import Observation, StepResult, ToolCall
 from omnienv.protocol.codec import encode
 from omnienv.protocol.jsonrpc import INVALID_PARAMS, SERVER_ERROR, RpcError, error_response, rpc_error_for
-from omnienv.protocol.messages import Reset
+from omnienv.protocol.messages import Reset, parse_reset
 from omnienv.server.handler import Handler
 from omnienv.server.sessions import MCP, OPERATOR, Session, SessionManager
 
@@ -130,10 +130,12 @@ def _query(scope: dict[str, Any]) -> dict[str, str]:
 
 
 def _reset_request(query: dict[str, str]) -> Reset:
-    seed = query.get("seed")
-    if seed is not None and not seed.lstrip("-").isdigit():
-        raise MessageValidationError(f"'seed' must be an integer, got {seed!r}: use /mcp?seed=7")
-    return Reset(seed=int(seed) if seed is not None else None, task_id=query.get("task_id"), split=query.get("split"))
+    """The query's reset, checked by the rule every route's reset follows (:func:`parse_reset`)."""
+    text = query.get("seed")
+    if text is not None and not (text.isascii() and text.lstrip("-").isdigit()):
+        raise MessageValidationError(f"'seed' must be a non-negative integer, got {text!r}: use /mcp?seed=7")
+    seed = int(text) if text is not None else None
+    return parse_reset({"seed": seed, "task_id": query.get("task_id"), "split": query.get("split")})
 
 
 class McpSdkBridge:

@@ -225,6 +225,8 @@ def test_the_relay_answers_only_its_episodes_and_well_formed_calls() -> None:
         assert client.post(f"/episodes/{token}/run", content=b"{").status_code == 400
         assert client.post(f"/episodes/{token}/run", json={"command": 3}).status_code == 400
         assert client.post(f"/episodes/{token}/run", content=b" " * (5 << 20)).status_code == 413
+        lone = client.post(f"/episodes/{token}/run", content=b'{"command": "echo \\ud800"}')
+        assert lone.status_code == 400 and "surrogate" in lone.json()["error"] and not shell.steps
         answer = client.post(f"/episodes/{token}/run", json={"command": "echo hi", "timeout": 5})
         assert answer.json() == {"output": "hi", "exit_code": 0, "over": False, "submitted": False, "note": None}
     relay.close(token)

@@ -185,8 +185,9 @@ def test_a_bad_task_in_the_url_fails_initialize_and_the_server_lives(serve) -> N
         assert raw.status_code == 404
         error = raw.json()["error"]
         assert "no split 'nope'" in error["message"] and error["data"]["code"] == "TASK_ERROR"
-        seed = client.post(f"{url}/mcp?seed=abc", json={"jsonrpc": "2.0", "id": 1, "method": "initialize"})
-        assert seed.status_code == 422 and "seed" in seed.json()["error"]["message"]
+        for bad in ("abc", "-3", "%C2%B2"):  # "²" is a digit to str.isdigit; every route refuses a negative seed
+            seed = client.post(f"{url}/mcp?seed={bad}", json={"jsonrpc": "2.0", "id": 1, "method": "initialize"})
+            assert seed.status_code == 422 and "non-negative integer" in seed.json()["error"]["message"], bad
     assert manager.active == 0
 
     async def good() -> list[str]:
