@@ -10,10 +10,13 @@ alone adds ``tests/peers/<name>/install.sh``, run with the virtualenv's interpre
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
+import filecmp
 import hashlib
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import tomllib
@@ -57,9 +60,51 @@ def peer_python(name: str, python: str = "python3.11") -> Path:
                 subprocess.run(
                     ["sh", str(install), str(venv / "bin" / "python")], check=True, env=env, cwd=PEERS / name
                 )
+            share_identical_files(venv)
             _compile_kernel_bytecode(venv / "bin" / "python")
             stamp.write_text(wanted)
     return venv / "bin" / "python"
+
+
+SHARED_MIN_BYTES = 16_384
+
+
+def share_identical_files(venv: Path) -> int:
+    """Hard-link the files of ``venv`` that are byte for byte those of a built virtualenv (the
+    project's own or another peer's) at the same place, and return the bytes saved.
+
+    The peers pin many of the same packages (torch twice, numpy and pandas in nearly all): linked,
+    the virtualenvs take about half the disk, and a CI machine's disk is shared. Nothing writes an
+    installed file in place (pip and Python's bytecode cache replace files), so a link is never
+    changed under another virtualenv."""
+    built = [ROOT / ".venv"] + [v for v in VENVS.iterdir() if v != venv and (v / ".requirements-sha256").exists()]
+    existing: dict[tuple[str, int], Path] = {}
+    for other in built:
+        for path, size in _installed_files(other):
+            existing.setdefault((str(path.relative_to(other)), size), path)
+    saved = 0
+    for path, size in _installed_files(venv):
+        match = existing.get((str(path.relative_to(venv)), size))
+        with contextlib.suppress(OSError):  # a virtualenv being rebuilt beside this one
+            if match is not None and filecmp.cmp(path, match, shallow=False):
+                link = path.with_name(f".{path.name}.shared")
+                os.link(match, link)
+                os.replace(link, path)
+                saved += size
+    return saved
+
+
+def _installed_files(venv: Path) -> list[tuple[Path, int]]:
+    """The regular files under ``venv``'s ``lib/`` worth sharing, with their sizes."""
+    files = []
+    for folder, _, names in os.walk(venv / "lib"):
+        for name in names:
+            path = Path(folder, name)
+            with contextlib.suppress(OSError):
+                status = path.lstat()
+                if status.st_size >= SHARED_MIN_BYTES and stat.S_ISREG(status.st_mode):
+                    files.append((path, status.st_size))
+    return files
 
 
 def own_requirements() -> bytes:
