@@ -18,13 +18,16 @@ import importlib.metadata as metadata
 import importlib.util
 import os
 import re
+import shlex
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import omnienv
-from omnienv.core import EnvironmentBase, OmniEnvError
+from omnienv.core import EnvironmentBase
 from omnienv.core.registry import load_environment
+from omnienv.deploy.errors import DeployError
+from omnienv.deploy.sources import MARKER, copy_folder, dockerignore
 
 __all__ = ["DEFAULT_BASE", "DeployError", "ImagePlan", "plan_image", "write_context"]
 
@@ -33,9 +36,10 @@ DEFAULT_BASE = "python:3.11-slim"
 PORT = 8000
 ROOT = "/opt/omnienv"
 """Where everything lives inside the image: ``venv/``, ``omnienv-src/``, ``app/``, ``entrypoint.sh``."""
-_IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".git", ".venv", ".venvs", "*.egg-info", ".mypy_cache")
 HEALTH_PROBE = "import os, urllib.request as u; u.urlopen('http://127.0.0.1:%s/health' % os.environ['PORT'], timeout=4)"
 _PACKAGE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.+-]*$")
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,12 +62,6 @@ class ImagePlan:
         return "bubblewrap" in self.system_packages
 
 
-class DeployError(OmniEnvError):
-    """The environment cannot be deployed as asked (image, bundle, upload); the message says what to change."""
-
-    code = "DEPLOY_ERROR"
-
-
 def plan_image(env: str, *, base: str = DEFAULT_BASE, ca_cert: Path | None = None) -> ImagePlan:
     """The image plan for ``env``: any name ``omnienv serve`` takes (a reference environment, a
     scaffolded package's entry-point name, ``module:Class``, a catalog name, a Harbor task folder).
@@ -79,13 +77,15 @@ def plan_image(env: str, *, base: str = DEFAULT_BASE, ca_cert: Path | None = Non
     served = env
     if os.path.isdir(env):
         folder = Path(env).resolve()
-        app.append((folder, f"tasks/{folder.name}"))
-        served = f"{ROOT}/app/tasks/{folder.name}"
+        app.append((folder, f"tasks/{safe_name(folder.name)}"))
+        served = f"{ROOT}/app/tasks/{safe_name(folder.name)}"
     elif not cls.__module__.startswith("omnienv."):
         code, project = _author_code(cls)
-        app.append((project or code, (project or code).name))
-        if project is not None:
-            projects.append(project.name)
+        if project is None:
+            app.append((code, code.name))  # an importable name: it stays as it is
+        else:
+            app.append((project, safe_name(project.name)))
+            projects.append(safe_name(project.name))
         served = f"{cls.__module__}:{cls.__qualname__}"
     return ImagePlan(
         env=served,
@@ -97,6 +97,12 @@ def plan_image(env: str, *, base: str = DEFAULT_BASE, ca_cert: Path | None = Non
         projects=tuple(projects),
         ca_cert=ca_cert,
     )
+
+
+def safe_name(name: str) -> str:
+    """``name`` as a folder name inside the image: only ``[A-Za-z0-9._-]``, no leading dot or dash.
+    The generated files name these folders, and a name such as ``tasks$(id)`` must stay a name."""
+    return _UNSAFE.sub("-", name).lstrip(".-") or "app"
 
 
 def _author_code(cls: type[EnvironmentBase]) -> tuple[Path, Path | None]:
@@ -115,33 +121,59 @@ def _author_code(cls: type[EnvironmentBase]) -> tuple[Path, Path | None]:
 
 
 def write_context(plan: ImagePlan, out: Path) -> Path:
-    """Write the build context of ``plan`` into ``out`` (made empty first) and return it."""
-    if out.exists():
-        if not out.is_dir() or (any(out.iterdir()) and not (out / "Dockerfile").is_file()):
-            raise DeployError(f"{out} exists and is not a build context: pass an empty or new folder")
-        shutil.rmtree(out)
-    out.mkdir(parents=True)
-    _write_omnienv_source(out / "omnienv-src", plan.extras)
+    """Write the build context of ``plan`` into ``out`` and return it.
+
+    ``out`` is new, empty, or a context written before (it holds ``.omnienv-context``), which is
+    cleared: any other folder is refused, since clearing it would delete someone's files."""
+    _make_empty(out)
+    (out / MARKER).write_text("Written by omnienv build/push: the next write to this folder clears it.\n")
+    _write_omnienv_source(out / "omnienv-src", plan.extras, out)
     app = out / "app"
     app.mkdir()
     for source, inside in plan.app:
         target = app / inside
         target.parent.mkdir(parents=True, exist_ok=True)
         if source.is_dir():
-            shutil.copytree(source, target, ignore=_IGNORED)
+            copy_folder(source, target, skip=out)
         else:
             shutil.copy2(source, target)
     if plan.ca_cert is not None:
         shutil.copy(plan.ca_cert, out / "build-ca.pem")
     (out / "entrypoint.sh").write_text(entrypoint(plan))
     (out / "Dockerfile").write_text(dockerfile(plan))
-    (out / ".dockerignore").write_text("**/__pycache__\n**/*.pyc\n")
+    (out / ".dockerignore").write_text(dockerignore())
     return out
 
 
-def _write_omnienv_source(target: Path, extras: tuple[str, ...]) -> None:
+def _make_empty(out: Path) -> None:
+    """Make ``out`` an empty folder, clearing it only when it holds omnienv's marker and is not
+    the working folder or one above it (a shell standing in it would lose its place, and more)."""
+    if not out.exists():
+        out.mkdir(parents=True)
+        return
+    if not out.is_dir():
+        raise DeployError(f"{out} exists and is not a build context (it is not a folder): pass an empty or new folder")
+    entries = list(out.iterdir())
+    if not entries:
+        return
+    if not (out / MARKER).is_file():
+        raise DeployError(
+            f"{out} exists and is not a build context (it holds files and no {MARKER}, which omnienv writes "
+            "into every context): pass an empty or new folder"
+        )
+    if Path.cwd().resolve().is_relative_to(out.resolve()):
+        raise DeployError(f"{out} is the working folder or holds it, so it is not cleared: pass a new folder")
+    for entry in entries:
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+
+
+def _write_omnienv_source(target: Path, extras: tuple[str, ...], out: Path) -> None:
     package = Path(omnienv.__file__).parent
-    shutil.copytree(package, target / "omnienv", ignore=_IGNORED)
+    target.mkdir()
+    copy_folder(package, target / "omnienv", skip=out)
     requirements = sorted(set(_requirements(extras)))
     lines = ",\n    ".join(f'"{r}"' for r in requirements)
     (target / "pyproject.toml").write_text(
@@ -187,13 +219,17 @@ def dockerfile(plan: ImagePlan) -> str:
     for name in plan.system_packages:
         if not _PACKAGE_NAME.match(name):
             raise DeployError(f"'{name}' is not a Debian package name (system_packages of {plan.name})")
-    projects = "".join(f' "{ROOT}/app/{p}"' for p in plan.projects)
+    if not plan.base or re.search(r"\s", plan.base) or _CONTROL.search(plan.base):
+        raise DeployError(f"{plan.base!r} is not an image name: pass one such as {DEFAULT_BASE}")
+    projects = "".join(" " + shlex.quote(f"{ROOT}/app/{p}") for p in plan.projects)  # RUN is a shell command
     extras = ",".join(plan.extras)
-    labels = f'LABEL org.omnienv.env="{plan.name}"' + (' org.omnienv.sandbox="bubblewrap"' if plan.sandboxed else "")
-    variables = "".join(f'ENV {key}="{value}"\n' for key, value in plan.variables)
+    sandbox = ' org.omnienv.sandbox="bubblewrap"' if plan.sandboxed else ""
+    labels = f"LABEL org.omnienv.env={docker_quoted(plan.name)}{sandbox}"
+    variables = "".join(f"ENV {key}={docker_quoted(value)}\n" for key, value in plan.variables)
     install_projects = f"RUN {ROOT}/venv/bin/pip install{projects}\n" if projects else ""
     ca = f"COPY build-ca.pem {ROOT}/build-ca.pem\nARG PIP_CERT={ROOT}/build-ca.pem\n" if plan.ca_cert else ""
-    return f"""# Serves the omnienv environment '{plan.name}' on every transport on one port ({PORT}, or $PORT).
+    name = _one_line(plan.name)
+    return f"""# Serves the omnienv environment '{name}' on every transport on one port ({PORT}, or $PORT).
 # Made by `omnienv build`; sandboxed environments need the container options in docs/deploy.md.
 FROM {plan.base}
 ENV DEBIAN_FRONTEND=noninteractive PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore
@@ -215,18 +251,41 @@ ENTRYPOINT ["/bin/sh", "{ROOT}/entrypoint.sh"]
 """
 
 
+def docker_quoted(value: str) -> str:
+    """``value`` as one double-quoted Dockerfile word that stays literal: no variable is expanded
+    in it (``LABEL`` and ``ENV`` expand ``$``) and no line break ends the instruction early."""
+    if _CONTROL.search(value):
+        raise DeployError(f"{value!r} holds a control character, which a Dockerfile cannot carry: remove it")
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$")
+    return f'"{escaped}"'
+
+
+def _one_line(text: str) -> str:
+    """``text`` fit for a comment line of the generated files: a line break would end the comment."""
+    return _CONTROL.sub("?", text)
+
+
+def _served(plan: ImagePlan) -> str:
+    """What the entry command serves by default, as a shell word: a task folder is found beside the
+    script (it travels with it), and every other character is quoted, never run."""
+    prefix = f"{ROOT}/app/"
+    if plan.env.startswith(prefix):
+        return '"$here"/' + shlex.quote("app/" + plan.env.removeprefix(prefix))
+    return shlex.quote(plan.env)
+
+
 def entrypoint(plan: ImagePlan) -> str:
     """The entry command, a POSIX shell script: the image's CMD, and runnable from the folder itself."""
-    served = plan.env.replace(f"{ROOT}/app/", "$here/app/", 1)  # a task folder travels with the script
     return f"""#!/bin/sh
-# Serves {plan.name} on $HOST:$PORT: every transport, and /health for the container's health check.
+# Serves {_one_line(plan.name)} on $HOST:$PORT: every transport, and /health for the container's health check.
 # Runs from this folder too: PYTHON=/path/to/python sh entrypoint.sh (omnienv's requirements installed).
 # OMNIENV_ENV overrides what is served; OMNIENV_ALLOW_HOST lists the names clients reach it by (a
 # Space's host), space-separated; options of `python -m omnienv.app` (--max-sessions N...) follow.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
+served={_served(plan)}
 export PYTHONPATH="$here/app:$here/omnienv-src${{PYTHONPATH:+:$PYTHONPATH}}"
 set -- --host "${{HOST:-0.0.0.0}}" --port "${{PORT:-{PORT}}}" "$@"
 for name in ${{OMNIENV_ALLOW_HOST:-}}; do set -- "$@" --allow-host "$name"; done
-exec "${{PYTHON:-python3}}" -m omnienv.app "${{OMNIENV_ENV:-{served}}}" "$@"
+exec "${{PYTHON:-python3}}" -m omnienv.app "${{OMNIENV_ENV:-$served}}" "$@"
 """

@@ -137,8 +137,10 @@ def test_a_scaffolded_package_goes_in_as_its_project(tmp_path: Path) -> None:
         sys.path.remove(str(project))
         for name in [m for m in sys.modules if m == package.name or m.startswith(f"{package.name}.")]:
             del sys.modules[name]
-    assert (context / "app" / project.name / "pyproject.toml").is_file()
-    assert f'pip install "/opt/omnienv/app/{project.name}"' in (context / "Dockerfile").read_text()
+    copied = context / "app" / project.name
+    kept = {p.relative_to(project) for p in project.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
+    assert {p.relative_to(copied) for p in copied.rglob("*") if p.is_file()} == kept  # every file of the project
+    assert f"pip install /opt/omnienv/app/{project.name}\n" in (context / "Dockerfile").read_text()
 
 
 def _class_in(source: Path) -> str:
