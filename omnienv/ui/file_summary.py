@@ -16,14 +16,20 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 __all__ = [
+    "MAX_TEXT",
+    "MAX_TURNS",
     "TRAIN_STEP",
     "histogram",
     "moving_average",
+    "number",
     "split_of",
     "summarize_episodes",
     "summarize_training",
+    "text",
     "thin",
+    "training_row",
     "turns_histogram",
+    "whole",
 ]
 
 TRAIN_STEP = "train_step"
@@ -33,14 +39,40 @@ MAX_POINTS = 1000
 MAX_METRICS = 60
 MAX_REASONS = 50
 MAX_EPISODES_PER_REASON = 20
+MAX_TEXT = 200
+"""Characters kept of a string shown in a list or a summary (a task id, a reason): the file is
+hostile, and a summary that copied a field whole would hold and resend the file's bulk."""
+MAX_TURNS = 10**6
 _NOT_METRICS = frozenset({"kind", "step", "reward"})
 
 
-def _number(value: Any) -> float | None:
-    """A finite number, or None (booleans, strings, NaN and infinities are not measurements)."""
+def number(value: Any) -> float | None:
+    """A finite number, or None (booleans, strings, NaN and infinities are not measurements; an int
+    too large for a float is not one either)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return float(value) if math.isfinite(value) else None
+    try:
+        value = float(value)
+    except OverflowError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def whole(value: Any, most: int = MAX_TURNS) -> int | None:
+    """A whole number from 0 to ``most`` (``3`` or ``3.0``), or None: a turn count of 1e300 would
+    make a histogram of 10^300 bars and an int no JSON writer takes."""
+    value = number(value)
+    return int(value) if value is not None and value.is_integer() and 0 <= value <= most else None
+
+
+def text(value: Any, most: int = MAX_TEXT) -> str | None:
+    """A string cut to ``most`` characters (an ellipsis marks the cut) with any lone surrogate (a
+    ``"\\ud800"`` escape Python's json accepts) replaced, so it is valid UTF-8 for every JSON
+    writer and the browser; None for anything but a string."""
+    if not isinstance(value, str):
+        return None
+    cut = value if len(value) <= most else value[: most - 1] + "…"
+    return cut.encode("utf-8", "replace").decode("utf-8")
 
 
 def histogram(values: Sequence[float], bins: int | None = None, most_distinct: int = 12) -> list[dict[str, Any]]:
@@ -103,7 +135,7 @@ def _mean_ci95(rewards: Sequence[float]) -> tuple[float | None, float | None]:
 def _group(name: str | None, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Counts for a set of episodes; success rate and mean reward over the scored ones only."""
     scored = [row for row in rows if not row.get("failure")]
-    rewards = [r for row in scored if (r := _number(row.get("reward"))) is not None]
+    rewards = [r for row in scored if (r := number(row.get("reward"))) is not None]
     judged = any(isinstance(row.get("success"), bool) for row in scored)
     successes = sum(row.get("success") is True for row in scored)
     return {
@@ -132,8 +164,8 @@ def _failures(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         failure = row.get("failure")
         if not failure:
             continue
-        kind = str(failure.get("kind", "?")) if isinstance(failure, dict) else "?"
-        message = str(failure.get("message", "")) if isinstance(failure, dict) else str(failure)
+        kind = (text(failure.get("kind")) if isinstance(failure, dict) else None) or "?"
+        message = (text(failure.get("message")) if isinstance(failure, dict) else text(failure)) or ""
         reasons.setdefault((kind, message), []).append(int(row.get("index", -1)))
     kinds: Counter[str] = Counter()
     for (kind, _), episodes in reasons.items():
@@ -154,8 +186,8 @@ def summarize_episodes(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """An eval or rollout file: totals, reward and turn distributions, success per split and per
     task, and the failures apart. ``rows`` are the viewer's episode summaries (``summarize_record``)."""
     scored = [row for row in rows if not row.get("failure")]
-    rewards = [r for row in scored if (r := _number(row.get("reward"))) is not None]
-    turns = [int(t) for row in scored if (t := _number(row.get("turns"))) is not None]
+    rewards = [r for row in scored if (r := number(row.get("reward"))) is not None]
+    turns = [t for row in scored if (t := whole(row.get("turns"))) is not None]
     mean, ci95 = _mean_ci95(rewards)
     overall = _group(None, rows)
     return {
@@ -199,11 +231,25 @@ def thin(points: Sequence[tuple[float, float]], most: int = MAX_POINTS) -> tuple
     return kept, every
 
 
+def training_row(record: dict[str, Any], most: int = 4 * MAX_METRICS) -> dict[str, float | int]:
+    """What the summary keeps of a training log's line: its numeric fields (at most ``most``), names
+    cut and cleaned as ``text`` does; the rest (a model name, a hostile megabyte) is never drawn,
+    so it is not held either."""
+    row: dict[str, float | int] = {}
+    for key, value in record.items():
+        if len(row) >= most:
+            break
+        measured = number(value)
+        if measured is not None and (name := text(key)) is not None:
+            row[name] = value if isinstance(value, int) and abs(value) < 2**53 else measured
+    return row
+
+
 def summarize_training(steps: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """A training log: the reward per step with its moving average, and every other numeric metric
     as its own curve (TRL's names kept verbatim), in the order they first appear."""
-    ordered = sorted((row for row in steps if _number(row.get("step")) is not None), key=lambda row: float(row["step"]))
-    rewards = [(float(row["step"]), r) for row in ordered if (r := _number(row.get("reward"))) is not None]
+    ordered = sorted((row for row in steps if number(row.get("step")) is not None), key=lambda row: float(row["step"]))
+    rewards = [(float(row["step"]), r) for row in ordered if (r := number(row.get("reward"))) is not None]
     values = [r for _, r in rewards]
     window = max(1, min(50, len(values) // 10))
     averages = moving_average(values, window)
@@ -212,11 +258,11 @@ def summarize_training(steps: Sequence[dict[str, Any]]) -> dict[str, Any]:
     names: dict[str, None] = {}
     for row in ordered:
         for key, value in row.items():
-            if key not in _NOT_METRICS and _number(value) is not None and len(names) < MAX_METRICS:
+            if key not in _NOT_METRICS and number(value) is not None and len(names) < MAX_METRICS:
                 names.setdefault(key)
     metrics = []
     for name in names:
-        series = [(float(row["step"]), v) for row in ordered if (v := _number(row.get(name))) is not None]
+        series = [(float(row["step"]), v) for row in ordered if (v := number(row.get(name))) is not None]
         curve, metric_every = thin(series)
         metrics.append(
             {

@@ -14,6 +14,7 @@ strings as text, never as markup.
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -27,61 +28,103 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from omnienv.server.origins import OriginGuard, check_allowed, refuse
-from omnienv.ui.file_summary import TRAIN_STEP, split_of, summarize_episodes, summarize_training
-from omnienv.ui.routes import ui_routes
-
-__all__ = ["CONTENT_SECURITY_POLICY", "TrajectoryIndex", "create_viewer_app", "summarize_record"]
-
-CONTENT_SECURITY_POLICY = (
-    "default-src 'self'; script-src 'self'; connect-src 'self'; img-src 'self' data:; "
-    "style-src 'self' 'unsafe-inline'; object-src 'none'; base-uri 'none'; form-action 'none'; "
-    "frame-ancestors 'none'"
+from omnienv.ui.file_summary import (
+    TRAIN_STEP,
+    number,
+    split_of,
+    summarize_episodes,
+    summarize_training,
+    text,
+    training_row,
+    whole,
 )
-"""Scripts only from the viewer's own files: a string from the file that became markup still could
-not run. Inline styles stay allowed (the pages colour tokens with them); images may be data URLs
-(screenshots are base64 in the file)."""
+from omnienv.ui.routes import CONTENT_SECURITY_POLICY, SecurityHeaders, ui_routes
+
+__all__ = ["CONTENT_SECURITY_POLICY", "MAX_LINE_BYTES", "TrajectoryIndex", "create_viewer_app", "summarize_record"]
+
+MAX_LINE_BYTES = 256 * 2**20
+"""A longer line is skipped and reported, never read whole: a multi-gigabyte line (a JSON array
+instead of JSONL, say) would otherwise be held in memory at once."""
+_CHUNK = 2**20
+_MAX_MESSAGE = 2000
+_INDEX = re.compile(r"[0-9]{1,9}")
+"""An episode number in a URL: ASCII digits only (``str.isdigit`` takes "²", which ``int`` refuses),
+and few of them (``int`` refuses strings over 4,300 digits)."""
+_EXCEPTIONS = (ValueError, TypeError, RecursionError, OverflowError)
+"""What reading a hostile line can raise: bad JSON, not an object, nesting deeper than the parser's
+stack, a number no float holds."""
 
 
 def summarize_record(record: dict[str, Any], index: int, line: int) -> dict[str, Any]:
-    """The fields the episode list shows and filters on (no steps, no images)."""
+    """The fields the episode list shows and filters on (no steps, no images), typed and bounded:
+    strings cut to ``MAX_TEXT``, numbers finite or None, flags booleans or None, nothing nested but
+    a failure's kind and message. The file is hostile, and the list carries a summary of every
+    episode: one odd value (a lone surrogate, a list 300 deep, a 1e300 turn count, megabytes in
+    ``stopped``) must not break or bloat it for the whole file."""
     steps = record.get("steps")
-    reward = record.get("reward")
-    if not isinstance(reward, int | float) and isinstance(steps, list):
-        reward = sum(float(s.get("reward") or 0.0) for s in steps if isinstance(s, dict))
+    written = record.get("reward")
+    reward = number(written)
+    if not isinstance(written, int | float) and isinstance(steps, list):
+        # no reward written: the steps' rewards, counting only real numbers (a "high" is no score)
+        rewards = (number(s.get("reward")) for s in steps if isinstance(s, dict))
+        reward = number(sum(r for r in rewards if r is not None))
     failure = record.get("failure")
     if failure:  # a void episode has no reward: never shown, averaged or filtered as a score
         reward = None
+    seed = record.get("seed")
     return {
         "index": index,
         "line": line,
-        "episode": record.get("index"),
-        "env": record.get("env"),
-        "task_id": record.get("task_id"),
-        "split": split_of(record),
-        "seed": record.get("seed"),
-        "policy": record.get("policy"),
-        "reward": float(reward) if isinstance(reward, int | float) else None,
-        "success": record.get("success"),
-        "done": record.get("done"),
-        "truncated": record.get("truncated"),
-        "turns": record.get("turns", len(steps) if isinstance(steps, list) else 0),
-        "stopped": record.get("stopped"),
-        "failure": failure if isinstance(failure, dict) else None,
-        "seconds": record.get("seconds"),
+        "episode": whole(record.get("index"), 2**53),
+        "env": text(record.get("env")),
+        "task_id": text(record.get("task_id")),
+        "split": text(split_of(record)),
+        "seed": seed if isinstance(seed, int) and not isinstance(seed, bool) and abs(seed) < 2**53 else text(seed),
+        "policy": text(record.get("policy")),
+        "reward": reward,
+        "success": _flag(record.get("success")),
+        "done": _flag(record.get("done")),
+        "truncated": _flag(record.get("truncated")),
+        "turns": whole(record["turns"]) if "turns" in record else len(steps) if isinstance(steps, list) else 0,
+        "stopped": text(record.get("stopped")),
+        "failure": _failure(failure),
+        "seconds": number(record.get("seconds")),
     }
+
+
+def _flag(value: Any) -> bool | None:
+    return value if isinstance(value, bool) else None
+
+
+def _failure(failure: Any) -> dict[str, str] | None:
+    """``{kind, message}`` as short strings; a failure that is not an object still marks the episode
+    failed (its reward is void), with its text as the message when it is one."""
+    if not failure:
+        return None
+    if isinstance(failure, dict):
+        kind, message = text(failure.get("kind")), text(failure.get("message"), _MAX_MESSAGE)
+        return {"kind": kind or "?", "message": message or ""}
+    return {"kind": "?", "message": text(failure, _MAX_MESSAGE) or ""}
 
 
 @dataclass
 class TrajectoryIndex:
     """Byte spans and summaries of the file's episode lines, and its training steps; other lines are
-    reported (with their line number) rather than failing the whole file."""
+    reported (with their line number) rather than failing the whole file.
+
+    The file is scanned once, in chunks, however it grows: ``_end`` is where the line not yet
+    indexed starts and ``_scanned`` how far it is known to hold no newline, so a last line still
+    being written (or a huge one with no newline at all) is neither re-read on every request nor
+    held in memory; a line over ``max_line`` bytes is skipped and reported without being read."""
 
     path: Path
+    max_line: int = MAX_LINE_BYTES
     spans: list[tuple[int, int]] = field(default_factory=list)
     summaries: list[dict[str, Any]] = field(default_factory=list)
     train_steps: list[dict[str, Any]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     _end: int = 0
+    _scanned: int = 0
     _lines: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -89,38 +132,69 @@ class TrajectoryIndex:
         """Index lines appended since the last call; start over if the file shrank."""
         with self._lock:
             size = self.path.stat().st_size
-            if size < self._end:
+            if size < self._scanned:
                 self.spans.clear()
                 self.summaries.clear()
                 self.train_steps.clear()
                 self.problems.clear()
-                self._end = self._lines = 0
-            if size == self._end:
+                self._end = self._scanned = self._lines = 0
+            if size == self._scanned:
                 return
             with self.path.open("rb") as handle:
-                handle.seek(self._end)
-                position = self._end
-                for raw in handle:
-                    if not raw.endswith(b"\n"):
-                        break  # a line still being written: index it next time
-                    self._lines += 1
-                    start, position = position, position + len(raw)
-                    self._end = position
-                    if not raw.strip():
-                        continue
-                    try:
-                        record = _parse(raw)
-                    except (ValueError, TypeError) as exc:
-                        self.problems.append(f"line {self._lines}: not an episode record ({exc})")
-                        continue
-                    kind = record.get("kind")
-                    if kind == TRAIN_STEP:
-                        self.train_steps.append(record)
-                    elif isinstance(kind, str) and "steps" not in record:
-                        self.problems.append(f"line {self._lines}: a {kind[:40]!r} record, not an episode")
-                    else:
-                        self.summaries.append(summarize_record(record, len(self.spans), self._lines))
-                        self.spans.append((start, len(raw)))
+                handle.seek(self._scanned)
+                while chunk := handle.read(_CHUNK):
+                    base, at = self._scanned, 0
+                    while (newline := chunk.find(b"\n", at)) >= 0:
+                        stop = base + newline + 1
+                        if stop - self._end > self.max_line:
+                            raw = None
+                        elif self._end >= base:
+                            raw = chunk[self._end - base : newline + 1]
+                        else:  # the line began in an earlier chunk (or an earlier call)
+                            handle.seek(self._end)
+                            raw = handle.read(stop - self._end)
+                            handle.seek(base + len(chunk))
+                        self._lines += 1
+                        self._index(raw, self._end, stop - self._end)
+                        self._end, at = stop, newline + 1
+                    self._scanned = base + len(chunk)
+
+    def _index(self, raw: bytes | None, start: int, length: int) -> None:
+        """One whole line: an episode (its span and summary), a training step, or a problem. Nothing
+        a line holds can raise out of here: it would stop ``omnienv view`` from starting, or make
+        the request that met it fail and the line vanish unreported."""
+        if raw is None:
+            self.problems.append(f"line {self._lines}: longer than {self.max_line:,} bytes, skipped")
+            return
+        if not raw.strip():
+            return
+        try:
+            record = _parse(raw)
+            kind = record.get("kind")
+            if kind == TRAIN_STEP:
+                self.train_steps.append(training_row(record))
+            elif isinstance(kind, str) and "steps" not in record:
+                self.problems.append(f"line {self._lines}: a {text(kind, 40)!r} record, not an episode")
+            else:
+                self.summaries.append(summarize_record(record, len(self.spans), self._lines))
+                self.spans.append((start, length))
+        except _EXCEPTIONS as exc:
+            self.problems.append(f"line {self._lines}: not an episode record ({text(str(exc))})")
+
+    def pending(self) -> str | None:
+        """The last line, when it has no newline yet (a rollout still writing it): not read until it
+        ends, and said, so a file that is one endless line does not just show nothing."""
+        if self._scanned <= self._end:
+            return None
+        size = self._scanned - self._end
+        if size > self.max_line:
+            return f"line {self._lines + 1}: longer than {self.max_line:,} bytes and not ended, skipped"
+        return f"line {self._lines + 1}: not ended yet ({size:,} bytes), read once its newline is written"
+
+    def report(self, most: int) -> list[str]:
+        """The first ``most`` problems, and the unended last line if there is one."""
+        tail = self.pending()
+        return self.problems[:most] + ([tail] if tail else [])
 
     @property
     def kind(self) -> str:
@@ -142,7 +216,9 @@ class TrajectoryIndex:
 
 def _parse(raw: bytes) -> dict[str, Any]:
     """One JSON object. Python's ``json`` writes NaN and Infinity (a diverged loss, say), which
-    strict JSON has no words for, so a line orjson refuses gets a second, lenient reading."""
+    strict JSON has no words for, and reads a lone surrogate escape, which orjson refuses; so a line
+    orjson refuses gets a second, lenient reading. Nesting past orjson's 1,024 levels fails that
+    one too, as a ``RecursionError`` (the C parser counts its depth): the caller reports it."""
     try:
         record = orjson.loads(raw)
     except orjson.JSONDecodeError:
@@ -154,35 +230,46 @@ def _parse(raw: bytes) -> dict[str, Any]:
 
 class _Guarded:
     """Host and Origin checked on every request (the rules of every omnienv server), and the
-    content security policy on every response."""
+    security headers of the ``/ui`` pages (``SecurityHeaders``) on every response."""
 
     def __init__(self, app: Any, guard: OriginGuard) -> None:
-        self.app, self.guard = app, guard
+        self.app, self.guard = SecurityHeaders(app), guard
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        if (refused := self.guard.refusal(scope)) is not None:
+        if scope["type"] == "http" and (refused := self.guard.refusal(scope)) is not None:
             await refuse(scope, receive, send, refused)
             return
-
-        async def send_with_policy(message: dict[str, Any]) -> None:
-            if message["type"] == "http.response.start":
-                headers = list(message.get("headers") or [])
-                headers += [
-                    (b"content-security-policy", CONTENT_SECURITY_POLICY.encode()),
-                    (b"x-content-type-options", b"nosniff"),
-                    (b"referrer-policy", b"no-referrer"),
-                ]
-                message = {**message, "headers": headers}
-            await send(message)
-
-        await self.app(scope, receive, send_with_policy)
+        await self.app(scope, receive, send)
 
 
 def _json(value: Any, status: int = 200) -> Response:
-    return Response(orjson.dumps(value), status, media_type="application/json")
+    """orjson's JSON; a value it refuses (a lone surrogate or an int past 64 bits from the lenient
+    reading, nesting past its 254 levels) is cleaned by ``_plain`` first rather than failing."""
+    try:
+        body = orjson.dumps(value)
+    except orjson.JSONEncodeError:
+        body = orjson.dumps(_plain(value))
+    return Response(body, status, media_type="application/json")
+
+
+def _plain(value: Any, depth: int = 0) -> Any:
+    """``value`` as orjson writes it: strings valid UTF-8, ints within 64 bits (else a float or
+    text), NaN and infinities null, and nesting past 200 levels cut to a short text."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "replace").decode("utf-8")
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int):
+        return value if abs(value) < 2**63 else number(value)  # a float, or null past a float's range
+    if isinstance(value, float):
+        return number(value)
+    if depth >= 200:
+        return "…"
+    if isinstance(value, dict):
+        return {_plain(str(key)): _plain(item, depth + 1) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(item, depth + 1) for item in value]
+    return text(str(value))
 
 
 def create_viewer_app(
@@ -208,20 +295,25 @@ def create_viewer_app(
     async def trajectory(request: Request) -> Response:
         index.refresh()
         listing = {"path": source.name, "kind": index.kind, "episodes": index.summaries}
-        return _json({**listing, "problems": index.problems[:50]})
+        return _json({**listing, "problems": index.report(50)})
 
     async def summary(request: Request) -> Response:
         index.refresh()
-        listing = {"path": source.name, "skipped": len(index.problems), "problems": index.problems[:3]}
+        skipped = len(index.problems) + (index.pending() is not None)
+        listing = {"path": source.name, "skipped": skipped, "problems": index.report(3)}
         return _json({**index.summary(), **listing})
 
     async def episode(request: Request) -> Response:
         raw = request.path_params["index"]
-        if not raw.isdigit() or int(raw) >= len(index.spans):
-            return _json({"error": f"no episode {raw}; this file has {len(index.spans)} (0-based)"}, 404)
+        if not _INDEX.fullmatch(raw) or int(raw) >= len(index.spans):
+            shown = text(raw, 40)
+            return _json({"error": f"no episode {shown}; this file has {len(index.spans)} (0-based)"}, 404)
         line = index.episode(int(raw))
         if b"NaN" in line or b"Infinity" in line:  # a browser's JSON.parse refuses them: written as null
-            line = orjson.dumps(_parse(line))
+            try:
+                return _json(_parse(line))
+            except _EXCEPTIONS:  # the file was rewritten under the index since
+                return _json({"error": f"episode {raw} changed on disk; reload the list"}, 409)
         return Response(line, media_type="application/json")
 
     routes = [

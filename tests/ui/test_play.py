@@ -66,7 +66,8 @@ def test_win_wordle_through_the_page(page: Any, wordle_url: str) -> None:
 
     # a new episode on the same page: a fresh start, tools enabled again
     page.click("#reset")
-    page.wait_for_function("document.querySelectorAll('[data-kind=step]').length === 0")
+    # a function, not an expression: Playwright would eval an expression, which the page's CSP forbids
+    page.wait_for_function("() => document.querySelectorAll('[data-kind=step]').length === 0")
     assert page.text_content("#status-step") == "0"
     assert page.is_enabled("form[data-tool=guess] button.call")
 

@@ -14,6 +14,7 @@ import pytest
 from omnienv.app import create_app
 from omnienv.server import running
 from omnienv.ui import STATIC_DIR
+from omnienv.ui.routes import CONTENT_SECURITY_POLICY
 
 
 def test_ui_is_served_by_default_and_references_only_local_files() -> None:
@@ -77,3 +78,18 @@ def test_the_ui_adds_no_heavy_imports() -> None:
     added = set(done.stdout.split())
     assert "omnienv.ui.routes" in added  # the check can fail: the pages did load
     assert added <= {"omnienv.ui", "omnienv.ui.routes", "starlette.staticfiles"}, added
+
+
+def test_ui_pages_carry_the_viewers_security_headers() -> None:
+    """`/ui/view.html` opens hostile files from disk here too: no framing, no script or request
+    anywhere but this server (an image URL in a trajectory is no tracking pixel)."""
+    with running(create_app("wordle")) as url, httpx.Client(base_url=url) as http:
+        for path in ("/ui/", "/ui/view.html", "/ui/summary.html", "/ui/play.js"):
+            reply = http.get(path)
+            assert reply.status_code == 200, path
+            assert reply.headers["content-security-policy"] == CONTENT_SECURITY_POLICY, path
+            assert reply.headers["x-frame-options"] == "DENY", path
+            assert reply.headers["x-content-type-options"] == "nosniff", path
+        assert http.get("/health").headers.get("content-security-policy") is None  # the API is not a page
+    for rule in ("frame-ancestors 'none'", "connect-src 'self'", "img-src 'self' data:", "script-src 'self';"):
+        assert rule in CONTENT_SECURITY_POLICY

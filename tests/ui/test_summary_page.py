@@ -140,3 +140,19 @@ def test_training_log_lands_on_its_curves(page: Any, tmp_path: Path) -> None:
         page.goto(f"{url}/ui/view.html?source=server")  # the episode list says where the curves are
         page.wait_for_selector("body[data-ready]")
         assert "training log" in page.text_content("#file-note")
+
+
+def test_curves_of_huge_values_are_drawn(page: Any, tmp_path: Path) -> None:
+    """At 1e17 a tick step of 5 is below the spacing of floats: the axis must still end (it once
+    looped forever and hung the tab), and a single x value must still widen to a drawable range."""
+    rows = [{"kind": "train_step", "step": 1, "reward": 1e17}, {"kind": "train_step", "step": 2, "reward": 1e17 + 32}]
+    rows += [{"kind": "train_step", "step": 3, "reward": 1e17}, {"kind": "train_step", "step": 1e17, "late": 5.0}]
+    log = tmp_path / "huge.jsonl"
+    log.write_bytes(b"".join(orjson.dumps(row) + b"\n" for row in rows))
+    with running(create_viewer_app(log)) as url:
+        page.goto(f"{url}/ui/summary.html?source=server")
+        page.wait_for_selector("body[data-ready]")  # the page's deadline (TIMEOUT_MS), not a sleep
+        assert page.query_selector("#reward-curve path.line.raw").get_attribute("data-points") == "3"
+        assert page.query_selector_all("#reward-curve .axis.y text")  # the y axis has its ticks
+        dot = page.query_selector("#metrics section.metric[data-metric=late] circle.dot")
+        assert dot is not None and dot.get_attribute("cx") not in ("NaN", None)

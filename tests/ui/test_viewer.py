@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -229,3 +230,44 @@ def test_view_refuses_a_missing_file(tmp_path: Path) -> None:
     )
     assert done.returncode == 2
     assert "no trajectory file" in done.stderr
+
+
+def test_a_local_file_is_read_by_the_servers_rules_and_odd_episodes_never_mislead(
+    page: Any, trajectory: Path, tmp_path: Path
+) -> None:
+    """A local file: a `{"kind": ...}` line is no episode (as in `omnienv view`); a remote image URL
+    in a conversation is shown as text, never fetched (a tracking pixel); odd messages and token
+    lists still render; and an episode that cannot be rendered says so in its pane instead of
+    leaving the previous one there under its name."""
+    good = orjson.loads(trajectory.read_bytes().splitlines()[0])
+    pixel = "http://127.0.0.1:9/pixel?opened=1"
+    inline = f"data:image/png;base64,{base64.b64encode(png(4, 4, (0, 0, 0))).decode()}"
+    odd = {
+        **good,
+        "messages": [None, {"role": "user", "content": [{"type": "image_url", "image_url": {"url": pixel}},
+                                                         {"type": "image_url", "image_url": inline}]}],
+        "model_calls": [{"completion_token_ids": "abc", "logprobs": 3}, None],
+    }  # fmt: skip
+    path = tmp_path / "odd.jsonl"
+    lines = [good, {"kind": "note", "text": "not an episode"}, odd, {"env": "x", "steps": [None, 5]}]
+    path.write_bytes(b"".join(orjson.dumps(line) + b"\n" for line in lines))
+    with running(create_app("wordle")) as url:
+        page.goto(f"{url}/ui/view.html")
+        page.wait_for_selector("body[data-ready]")
+        page.set_input_files("#file-input", str(path))
+        page.wait_for_selector("#episodes tbody tr")
+        assert _rows(page) == ["0", "1", "2"]
+        assert 'line 2: a "note" record, not an episode' in page.text_content("#file-note")
+        page.click("#episodes tbody tr[data-index='0']")
+        page.wait_for_selector("#steps")
+        page.click("#episodes tbody tr[data-index='1']")
+        page.wait_for_selector("#messages")
+        assert page.text_content("#episode h2").startswith("Episode 1")
+        sources = page.eval_on_selector_all("#messages img", "imgs => imgs.map(i => i.getAttribute('src'))")
+        assert sources == [inline]
+        assert f"image at {pixel} (not fetched)" in page.text_content("#messages")
+        assert "0 completion" in page.text_content("#model-calls")
+        page.click("#episodes tbody tr[data-index='2']")
+        problem = page.wait_for_selector("#episode-problem")
+        assert problem.text_content().startswith("Episode 2 cannot be shown")
+        assert page.query_selector("#episode h2") is None and page.url.endswith("#episode=2&step=0")

@@ -25,15 +25,21 @@ export function short(value) {
 }
 
 /** About `count` round tick values within [low, high]: 1, 2 or 5 times a power of ten apart, whichever
- * gives the count nearest the one asked for (on a log scale). */
+ * gives the count nearest the one asked for (on a log scale). Ticks are counted, never summed: at
+ * 1e17 a step of 5 is below the spacing of floats, so `value += step` would never reach `high`. */
 export function ticks(low, high, count = 5) {
+  if (!Number.isFinite(low) || !Number.isFinite(high)) return [];
   if (!(high > low)) return [low];
   const raw = (high - low) / count;
   const power = 10 ** Math.floor(Math.log10(raw));
   const ratio = raw / power; // in [1, 10)
   const step = power * (ratio >= Math.sqrt(50) ? 10 : ratio >= Math.sqrt(10) ? 5 : ratio >= Math.sqrt(2) ? 2 : 1);
+  const first = Math.ceil(low / step) * step;
+  if (!Number.isFinite(first) || first + step === first) return [low, high]; // steps too fine to tell apart
   const out = [];
-  for (let value = Math.ceil(low / step) * step; value <= high + step * 1e-9; value += step) {
+  for (let k = 0; k <= count * 3; k++) {
+    const value = first + k * step;
+    if (value > high + step * 1e-9) break;
     out.push(Number(value.toPrecision(12)));
   }
   return out;
@@ -113,7 +119,10 @@ export function lineChart(series, { label, xName = "step", width = 1000, height 
   if (!all.length) return chart;
   let [xLow, xHigh] = [Math.min(...all.map((p) => p[0])), Math.max(...all.map((p) => p[0]))];
   let [yLow, yHigh] = [Math.min(...all.map((p) => p[1])), Math.max(...all.map((p) => p[1]))];
-  if (xLow === xHigh) [xLow, xHigh] = [xLow - 1, xHigh + 1];
+  if (xLow === xHigh) { // widen by an amount the floats can hold at that size (1 is nothing at 1e17)
+    const half = Math.max(1, Math.abs(xLow) * 1e-6);
+    [xLow, xHigh] = [xLow - half, xHigh + half];
+  }
   if (yLow === yHigh) [yLow, yHigh] = [yLow - (Math.abs(yLow) || 1) / 2, yHigh + (Math.abs(yHigh) || 1) / 2];
   const pad = (yHigh - yLow) * 0.05;
   [yLow, yHigh] = [yLow - pad, yHigh + pad];

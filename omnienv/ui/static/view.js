@@ -16,7 +16,7 @@ function summarize(record, index, line) {
   const failure = record.failure && typeof record.failure === "object" ? record.failure : null;
   // a void episode has no reward: never shown, averaged or filtered as a score
   const reward = failure ? null : typeof record.reward === "number" ? record.reward
-    : steps.reduce((sum, step) => sum + (Number(step.reward) || 0), 0);
+    : steps.reduce((sum, step) => sum + (step && typeof step.reward === "number" ? step.reward : 0), 0);
   return {
     index, line, episode: record.index, env: record.env, task_id: record.task_id, seed: record.seed,
     policy: record.policy, reward, success: record.success ?? null, done: record.done,
@@ -25,21 +25,32 @@ function summarize(record, index, line) {
   };
 }
 
+/** A file from the user's disk, read by the rules of `omnienv view` (viewer.py's TrajectoryIndex):
+ * a line that is not a JSON object, or a `{"kind": ...}` record with no steps (a training step, a
+ * note), is no episode; training steps are counted, other lines reported. */
 function localSource(name, text) {
   const records = [];
   const problems = [];
+  let trainSteps = 0;
   text.split("\n").forEach((line, i) => {
     if (!line.trim()) return;
     try {
       const record = JSON.parse(line);
-      if (record && typeof record === "object" && !Array.isArray(record)) records.push([record, i + 1]);
-      else problems.push(`line ${i + 1}: not an episode record`);
+      if (!record || typeof record !== "object" || Array.isArray(record)) {
+        problems.push(`line ${i + 1}: not an episode record`);
+      } else if (record.kind === "train_step") {
+        trainSteps += 1;
+      } else if (typeof record.kind === "string" && !("steps" in record)) {
+        problems.push(`line ${i + 1}: a ${JSON.stringify(record.kind.slice(0, 40))} record, not an episode`);
+      } else {
+        records.push([record, i + 1]);
+      }
     } catch (error) {
       problems.push(`line ${i + 1}: not an episode record (${error.message})`);
     }
   });
   return {
-    name, problems,
+    name, problems, kind: trainSteps && !records.length ? "training" : "trajectories", local: true,
     summaries: records.map(([record, line], index) => summarize(record, index, line)),
     episode: async (index) => records[index][0],
   };
@@ -64,7 +75,8 @@ function useSource(source, { reloaded = false } = {}) {
   view.summaries = source.summaries;
   $("file-name").textContent = source.name;
   $("file-note").textContent = source.kind === "training"
-    ? "This file is a training log, with no episodes: its curves are on the summary page."
+    ? source.local ? "This file is a training log, with no episodes: `omnienv view FILE` draws its curves."
+      : "This file is a training log, with no episodes: its curves are on the summary page."
     : source.problems.length
       ? `${source.problems.length} line(s) skipped: ${source.problems.slice(0, 3).join("; ")}` : "";
   applyFilters();
@@ -141,7 +153,21 @@ async function openEpisode(index, step = 0) {
   view.episode = record;
   const steps = Array.isArray(record.steps) ? record.steps : [];
   view.step = Math.max(0, Math.min(step, steps.length - 1));
-  renderEpisode();
+  showEpisode();
+}
+
+/** Render the chosen episode, or say in its pane that it cannot be: a record the page did not
+ * foresee must never leave the previous episode on screen under the new one's name. */
+function showEpisode() {
+  try {
+    renderEpisode();
+  } catch (error) {
+    $("episode").className = "";
+    $("episode").replaceChildren(el("div", { class: "problem", id: "episode-problem" },
+      `Episode ${view.current} cannot be shown (${error.message}); its line in the file is not a trajectory `
+      + "this viewer can read."));
+    history.replaceState(null, "", `#episode=${view.current}&step=${view.step}`);
+  }
 }
 
 function meta(label, value) {
@@ -194,7 +220,7 @@ function stepper(steps) {
   }
   const all = $("step-all-state") ? $("step-all-state").checked : false;
   const toggle = el("input", { type: "checkbox", id: "step-all-state", checked: all || undefined });
-  toggle.addEventListener("change", renderEpisode);
+  toggle.addEventListener("change", showEpisode);
   box.append(el("div", { class: "stepper" },
     el("button", { type: "button", id: "step-prev", onclick: () => go(-1), disabled: view.step === 0 },
       "◀ prev"),
@@ -222,7 +248,7 @@ function strip(steps) {
       title: `#${i + 1} ${call.name || "?"} · reward ${formatReward(step.reward)}`,
       onclick: () => {
         view.step = i;
-        renderEpisode();
+        showEpisode();
       },
     });
   }));
@@ -248,7 +274,17 @@ function renderStep(step, i, cumulative) {
     jsonDetails("info", step.info));
 }
 
+/** Whether `url` may be an <img> src: an inline picture only. A remote URL in a hostile file would
+ * tell its author who opened the file, when, and from where (a tracking pixel). */
+function inlineImage(url) {
+  return typeof url === "string" && url.startsWith("data:image/");
+}
+
 function renderMessage(message) {
+  if (!message || typeof message !== "object") {
+    return el("div", { class: "message" }, el("div", { class: "role" }, "?"),
+      el("pre", { class: "text" }, JSON.stringify(message)));
+  }
   const body = el("div", { class: "message-body" });
   const content = message.content;
   if (typeof content === "string") body.append(el("pre", { class: "text" }, content));
@@ -256,14 +292,15 @@ function renderMessage(message) {
     for (const part of content) {
       const image = part && part.image_url;
       const url = typeof image === "string" ? image : image && image.url;
-      if (url) body.append(el("img", { class: "shot", src: url, alt: "image in the conversation" }));
+      if (inlineImage(url)) body.append(el("img", { class: "shot", src: url, alt: "image in the conversation" }));
+      else if (url) body.append(el("pre", { class: "text remote-image" }, `image at ${String(url)} (not fetched)`));
       else if (part && typeof part.text === "string") body.append(el("pre", { class: "text" }, part.text));
       else if (part && part.type === "image") body.append(renderBlocks([part]));
       else body.append(el("pre", { class: "text" }, JSON.stringify(part)));
     }
   }
-  for (const call of message.tool_calls || []) {
-    const fn = call.function || call;
+  for (const call of Array.isArray(message.tool_calls) ? message.tool_calls : []) {
+    const fn = (call && call.function) || call || {};
     let args = fn.arguments;
     try {
       args = typeof args === "string" ? JSON.parse(args) : args;
@@ -272,8 +309,9 @@ function renderMessage(message) {
     }
     body.append(el("code", { class: "call" }, `→ ${formatCall(fn.name, args)}`));
   }
-  return el("div", { class: `message ${message.role || ""}` },
-    el("div", { class: "role" }, message.role || "?",
+  const role = typeof message.role === "string" ? message.role : "";
+  return el("div", { class: `message ${role}` },
+    el("div", { class: "role" }, role || "?",
       message.tool_call_id ? ` (${message.tool_call_id})` : ""), body);
 }
 
@@ -283,9 +321,11 @@ function modelCalls(calls) {
   return el("details", { class: "card model-calls", id: "model-calls" },
     el("summary", {}, `Model calls (${calls.length}), tokens by log-probability`),
     calls.map((call, i) => {
-      const ids = call.completion_token_ids || [];
-      const logprobs = call.logprobs || [];
-      const head = `#${call.index ?? i} · ${(call.prompt_token_ids || []).length} prompt / ${ids.length} completion `
+      call = call && typeof call === "object" ? call : {};
+      const list = (value) => (Array.isArray(value) ? value : []);
+      const ids = list(call.completion_token_ids);
+      const logprobs = list(call.logprobs);
+      const head = `#${call.index ?? i} · ${list(call.prompt_token_ids).length} prompt / ${ids.length} completion `
         + `tokens · ${call.finish_reason || "?"} · ${((call.latency_s || 0) * 1000).toFixed(1)} ms`;
       const tokens = el("div", { class: "tokens" }, ids.map((id, t) => {
         const logprob = logprobs[t];
@@ -307,7 +347,7 @@ function go(delta) {
   const next = view.step + delta;
   if (next < 0 || next >= steps.length) return;
   view.step = next;
-  renderEpisode();
+  showEpisode();
 }
 
 function moveEpisode(delta) {
