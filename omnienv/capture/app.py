@@ -10,12 +10,16 @@ in one write.
 
 A call is recorded before the harness gets the last byte of its answer, so a harness that has its
 answer finds its call in the log. An upstream error passes through unrecorded; a stream that fails
-or is cut off is not recorded either.
+or is cut off is not recorded either, nor is an answer whose harness went away before it came (it
+timed out, and may have retried): the record holds only what the harness got. An answer the
+harness got but the proxy cannot read as a JSON object is recorded with ``missing`` saying so, so
+the episode's record is not trainable rather than silently short of a turn.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -161,6 +165,8 @@ class ProxyApp:
     ) -> None:
         self.upstream = Upstream(upstream, timeout=timeout, connections=connections)
         self.root = self.upstream.root
+        """The upstream as messages name it, without the credentials its URL may hold."""
+        self.timeout = timeout
         self.log = log
         self.request_tokens = request_tokens
         self.refusal: str | None = None
@@ -208,7 +214,11 @@ class ProxyApp:
         request = _loads(body) if api is not None else None
         if api is None or not isinstance(request, dict):  # not ours to judge: the upstream answers it
             return await self._pass(send, scope["method"].encode(), target, headers, body)
-        await self._capture(send, receive, api, (request, body), target, headers, episode, started)
+        gone = asyncio.ensure_future(receive())  # after the body, only the harness leaving ends this
+        try:
+            await self._capture(send, gone, api, (request, body), target, headers, episode, started)
+        finally:
+            gone.cancel()
 
     def _unreachable(self, exc: Exception) -> tuple[int, bytes, list[tuple[bytes, bytes]]]:
         if isinstance(exc, TIMED_OUT):
@@ -236,7 +246,7 @@ class ProxyApp:
     async def _capture(
         self,
         send: Send,
-        receive: Receive,
+        gone: asyncio.Future[Message],
         api: Api,
         asking: tuple[dict[str, Any], bytes],
         target: bytes,
@@ -244,6 +254,13 @@ class ProxyApp:
         episode: str | None,
         started: float,
     ) -> None:
+        """Forward one call and record it, unless the harness left before its answer came.
+
+        ``gone`` resolves when the harness leaves (it timed out, and may be retrying): that closes
+        the upstream's connection, which ends the read and the model's generation, and nothing is
+        recorded, since the harness never got that answer. A whole answer is bounded in all by
+        ``timeout`` (the upstream client's timeout is per read, which a trickling server never
+        trips); a stream is bounded per read only, as it may rightly go on long."""
         request, body = asking
         sent, asked = (ask_chat if api == "chat" else ask_responses)(request, self.request_tokens)
         if not any(name == b"content-type" for name, _ in headers):
@@ -251,7 +268,7 @@ class ProxyApp:
         streamed = bool(request.get("stream"))
         refusal = self.refusal
 
-        def record(response: dict[str, Any], tokens: Tokens, streamed: bool) -> None:
+        def record(response: dict[str, Any], tokens: Tokens, streamed: bool, missing: str | None = None) -> None:
             if refusal is not None and sent is request:
                 tokens.notes.append(f"the upstream refused vLLM's token fields ({refusal}): calls go to it unchanged")
             self.log.add(
@@ -267,36 +284,50 @@ class ProxyApp:
                     usage=tokens.usage,
                     latency_s=time.perf_counter() - started,
                     streamed=streamed,
-                    missing=tokens.missing(),
+                    missing=missing or tokens.missing(),
                 )
             )
 
+        answers: list[Answer] = []
+
+        def left(message: asyncio.Future[Message]) -> None:
+            if not message.cancelled():
+                for answer in answers:
+                    answer.abort()
+
+        gone.add_done_callback(left)
+        bound = asyncio.timeout(self.timeout)
+        answer: Answer | None = None
         try:
-            answer = await self.upstream.send(b"POST", target, headers, body if sent is request else orjson.dumps(sent))
-            if answer.status in (400, 422) and sent is not request:
-                try:
-                    content = await answer.aread()
-                finally:
-                    await answer.aclose()
-                if not _refuses(sent, request, content):
-                    return await _reply(send, answer.status, content, _kept(answer))
-                refusal = self.refusal = f"{answer.status} {content[:300].decode('utf-8', 'replace')}"
-                if self.request_tokens:
-                    self.request_tokens = False
-                    logger.warning("capture proxy: %s refused vLLM's token fields (%s)", self.root, refusal)
-                sent, asked = request, Asked(True, True, True)
-                answer = await self.upstream.send(b"POST", target, headers, body)
-        except UNREACHABLE as exc:
-            return await _reply(send, *self._unreachable(exc))
-        try:
-            if streamed and answer.status < 400:
-                return await self._stream(send, receive, answer, _Relay(api, asked, record))
-            try:
+            async with bound:
+                answer = await self.upstream.send(b"POST", target, headers, body if sent is request else _dumps(sent))
+                answers.append(answer)
+                if answer.status in (400, 422) and sent is not request:
+                    try:
+                        content = await answer.aread()
+                    finally:
+                        await answer.aclose()
+                    if not _refuses(sent, request, content):
+                        return await _reply(send, answer.status, content, _kept(answer))
+                    refusal = self.refusal = f"{answer.status} {content[:300].decode('utf-8', 'replace')}"
+                    if self.request_tokens:
+                        self.request_tokens = False
+                        logger.warning("capture proxy: %s refused vLLM's token fields (%s)", self.root, refusal)
+                    sent, asked = request, Asked(True, True, True)
+                    answer = await self.upstream.send(b"POST", target, headers, body)
+                    answers.append(answer)
+                if streamed and answer.status < 400:
+                    bound.reschedule(None)
+                    return await self._stream(send, gone, answer, _Relay(api, asked, record))
                 content = await answer.aread()
-            except UNREACHABLE as exc:
-                return await _reply(send, *self._unreachable(exc))
+            if gone.done():
+                return  # the harness left before this answer came: it never got it
             data = _loads(content) if answer.status < 400 else None
+            if answer.status >= 400:
+                return await _reply(send, answer.status, content, _kept(answer))
             if not isinstance(data, dict):
+                why = f"the answer ({len(content):,} bytes) is not a JSON object: its call's tokens are unknown"
+                record({}, Tokens(), False, why)
                 return await _reply(send, answer.status, content, _kept(answer))
             if api == "chat":
                 tokens = chat_tokens(data)
@@ -305,22 +336,23 @@ class ProxyApp:
                 tokens = response_tokens(data)
                 strip_response(data, asked)
             record(data, tokens, False)
-            await _reply(send, answer.status, orjson.dumps(data), [(b"content-type", _JSON)])
+            await _reply(send, answer.status, _dumps(data), [(b"content-type", _JSON)])
+        except UNREACHABLE as exc:
+            if not gone.done():  # else the harness left, which broke the read: no one to answer
+                await _reply(send, *self._unreachable(exc))
         finally:
-            await answer.aclose()  # once the harness has its answer: handing the connection back is off the call's path
+            if answer is not None:
+                await answer.aclose()  # once the harness has its answer: off the call's path
 
-    async def _stream(self, send: Send, receive: Receive, answer: Answer, relay: _Relay) -> None:
+    async def _stream(self, send: Send, gone: asyncio.Future[Message], answer: Answer, relay: _Relay) -> None:
         """Pass the events on as they come; stop (closing the upstream's connection, which ends its
-        generation) when the harness goes away.
+        generation) when the harness goes away (``gone``).
 
         Each read takes all that has arrived, so what came while the last write went out leaves in
         one write (one wake-up of the harness, not one per event), and nothing waits for more to
         arrive; the last events leave with the end of the answer when they came with the upstream's."""
         kind = next((value for name, value in _kept(answer) if name == b"content-type"), b"text/event-stream")
         await send({"type": "http.response.start", "status": answer.status, "headers": [(b"content-type", kind)]})
-        gone = asyncio.ensure_future(receive())  # after the body, only the harness leaving ends this
-        # the harness left: closing the upstream's connection ends the read below, even while the model is slow
-        gone.add_done_callback(lambda left: None if left.cancelled() else answer.abort())
         out = b""
         try:
             async for chunk in answer.aiter_stream():
@@ -335,8 +367,6 @@ class ProxyApp:
         except UNREACHABLE:
             if not gone.done():
                 raise  # the upstream broke off, not the harness
-        finally:
-            gone.cancel()
 
 
 def _refuses(sent: dict[str, Any], request: dict[str, Any], error: bytes) -> bool:
@@ -351,8 +381,24 @@ def _refuses(sent: dict[str, Any], request: dict[str, Any], error: bytes) -> boo
 
 
 def _loads(body: bytes) -> Any:
-    """The JSON value of a body; None when it is not JSON."""
+    """The JSON value of a body; None when it is not JSON.
+
+    What orjson refuses but Python's ``json`` (and so the openai client) reads, ``NaN``,
+    ``Infinity``, ``1e400``, a lone surrogate escape, is read the lenient way: a harness acts on
+    such an answer, so its call must be recorded, and its requests (which echo it) too."""
     try:
         return orjson.loads(body)
     except orjson.JSONDecodeError:
+        pass
+    try:
+        return json.loads(body)
+    except (ValueError, RecursionError):
         return None
+
+
+def _dumps(value: Any) -> bytes:
+    """JSON bytes of a body :func:`_loads` read; one holding a lone surrogate is written escaped, as it came."""
+    try:
+        return orjson.dumps(value)
+    except TypeError:
+        return json.dumps(value).encode()

@@ -21,6 +21,7 @@ A failure is never a zero reward: a record that carries one has ``reward`` None,
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +39,8 @@ __all__ = [
     "read_records",
     "write_records",
 ]
+
+_UNSAFE = re.compile("[\u0085\u2028\u2029\ud800-\udfff]")
 
 
 @dataclass(slots=True)
@@ -266,8 +269,12 @@ class TrainingRecord:
         )
 
     def to_json(self) -> str:
-        """One line of JSON (no newline inside it)."""
-        return json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":"))
+        """One line of JSON, text as UTF-8 but for the characters written escaped: those a reader
+        splits lines on (U+0085, U+2028, U+2029; JSON escapes the control characters itself) and
+        lone surrogates a model's text may carry (no UTF-8 encoder takes one), so that every line
+        writes and reads back exactly. They can only be inside strings, where an escape is valid."""
+        text = json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":"))
+        return _UNSAFE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
 
     @classmethod
     def from_json(cls, line: str) -> TrainingRecord:

@@ -17,15 +17,34 @@ from urllib.parse import urlsplit
 import aiohttp
 from yarl import URL
 
-__all__ = ["HEAD_LINE_BYTES", "MALFORMED", "TIMED_OUT", "UNREACHABLE", "Answer", "Upstream"]
+__all__ = [
+    "HEAD_LINE_BYTES",
+    "MALFORMED",
+    "MAX_ANSWER_BYTES",
+    "TIMED_OUT",
+    "UNREACHABLE",
+    "Answer",
+    "AnswerTooLarge",
+    "Upstream",
+]
 
 TIMED_OUT = (TimeoutError,)
 """What an exchange that took too long raises (aiohttp's socket timeouts are TimeoutErrors)."""
+
+
+class AnswerTooLarge(aiohttp.ClientPayloadError):
+    """An answer over :data:`MAX_ANSWER_BYTES`: one the proxy cannot read."""
+
+
 MALFORMED = (aiohttp.ClientResponseError, aiohttp.ClientPayloadError)
 """What an answer the proxy cannot read raises: not HTTP, a head over :data:`HEAD_LINE_BYTES`, a body cut off."""
 UNREACHABLE = (aiohttp.ClientError, *TIMED_OUT)
 """What a failed exchange with the upstream raises: it could not be reached, broke off, timed out or
 sent what the proxy cannot read (:data:`MALFORMED`)."""
+MAX_ANSWER_BYTES = 64 * 1024 * 1024
+"""The largest whole answer the proxy reads (streams are passed on as they come): far above any
+reply with token ids and log-probabilities, far below what would take the machine's memory
+(``omnienv.rollout.llm`` has the same limit)."""
 HEAD_LINE_BYTES = 65_536
 """The longest status or header line of an answer that the proxy reads (aiohttp's default is 8,190)."""
 
@@ -44,7 +63,17 @@ class Answer:
         self.headers: tuple[tuple[bytes, bytes], ...] = response.raw_headers
 
     async def aread(self) -> bytes:
-        return await self._response.read()
+        """The whole body; :data:`AnswerTooLarge` when it is (or says it will be) over :data:`MAX_ANSWER_BYTES`."""
+        length = self._response.content_length
+        if length is not None and length > MAX_ANSWER_BYTES:
+            raise AnswerTooLarge(f"the answer announced {length:,} bytes, over the {MAX_ANSWER_BYTES:,}-byte limit")
+        parts, size = [], 0
+        async for part in self._response.content.iter_any():
+            size += len(part)
+            if size > MAX_ANSWER_BYTES:
+                raise AnswerTooLarge(f"the answer is over the {MAX_ANSWER_BYTES:,}-byte limit")
+            parts.append(part)
+        return b"".join(parts)
 
     def aiter_stream(self) -> AsyncIterator[bytes]:
         return self._response.content.iter_any()
@@ -76,13 +105,15 @@ class Upstream:
     def __init__(
         self, base: str, *, timeout: float = 600.0, connections: int = 1024, ssl_context: ssl.SSLContext | None = None
     ) -> None:
-        self.root = base.rstrip("/").removesuffix("/v1")
-        parts = urlsplit(self.root)
+        parts = urlsplit(base.rstrip("/").removesuffix("/v1"))
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"the upstream must be an http(s) URL, got {base!r}")
+            raise ValueError(f"the upstream must be an http(s) URL, got {_shown(base)!r}")
         # what comes before /v1 on the upstream; credentials in the URL are never sent
         self._base = f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}{parts.path}"
-        # connecting: 10 s at most; each read of the answer (and waiting for a free connection): ``timeout``
+        self.root = self._base
+        """The upstream as messages and logs name it: without the credentials its URL may hold."""
+        # connecting: 10 s at most; each read of the answer (and waiting for a free connection): ``timeout``;
+        # the proxy bounds a whole (not streamed) exchange by ``timeout`` too, see ProxyApp._capture
         self._timeout = aiohttp.ClientTimeout(
             total=None, connect=timeout, sock_connect=min(10.0, timeout), sock_read=timeout
         )
@@ -121,3 +152,9 @@ class Upstream:
         session, self._session = self._session, None
         if session is not None:
             await session.close()
+
+
+def _shown(url: str) -> str:
+    """``url`` without the credentials it may hold, for messages."""
+    parts = urlsplit(url)
+    return parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()

@@ -16,6 +16,7 @@ gives none for a turn that is only tool calls). Only the first choice is recorde
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -100,10 +101,13 @@ def ask_responses(body: dict[str, Any], request_tokens: bool = True) -> tuple[di
 
 
 def _chat_logprobs(choice: dict[str, Any]) -> list[float] | None:
+    """The log-probabilities, or None where one is not a finite number (``"NaN"``): written as is,
+    it would make a record no JSON reader but Python's reads."""
     content = (choice.get("logprobs") or {}).get("content")
     if not isinstance(content, list):
         return None
-    return [float(entry["logprob"]) for entry in content]
+    values = [float(entry["logprob"]) for entry in content]
+    return values if all(math.isfinite(value) for value in values) else None
 
 
 def chat_tokens(completion: dict[str, Any]) -> Tokens:

@@ -63,7 +63,7 @@ def resumed_records(path: Path, previous: list[Episode]) -> list[TrainingRecord]
     wanted = {episode.index for episode in previous}
     kept: dict[int, TrainingRecord] = {}
     if path.exists():
-        for line in path.read_text(encoding="utf-8").splitlines():
+        for line in path.read_text(encoding="utf-8").split("\n"):  # not splitlines: it splits on U+2028 too
             try:
                 record = TrainingRecord.from_json(line)
             except (ValueError, KeyError, TypeError):
@@ -221,8 +221,9 @@ def evaluate(
     upstream = base_url or os.environ.get("OPENAI_BASE_URL") or _DEFAULT_UPSTREAM
     sink = open_records(records, out, resume, cls.name) if records is not None else None
     try:
-        # The proxy gives up on the upstream when the client does, so a request the client retried
-        # is not also recorded when its first try answers late.
+        # The proxy gives up on the upstream when the client does (it watches the client's
+        # connection, and bounds each exchange as a whole by the same timeout), so a request the
+        # client retried is not also recorded when its first try answers late.
         with CaptureProxy(upstream, timeout=request_timeout) as proxy:
             wiring = EvalCapture(proxy, sink)
             play(wiring.base_url_for, wiring.annotate)

@@ -40,6 +40,8 @@ def proxy(
     if not upstream.startswith(("http://", "https://")):
         raise fail(f"--upstream must be an http(s) URL, got {upstream!r}")
     try:
+        import json
+
         import orjson
         import uvicorn
 
@@ -55,7 +57,10 @@ def proxy(
 
     def write(call: ModelCall) -> None:
         assert sink is not None
-        line = orjson.dumps(call) + b"\n"  # orjson writes the dataclass as to_dict() would, without copying it
+        try:
+            line = orjson.dumps(call) + b"\n"  # orjson writes the dataclass as to_dict() would, without copying it
+        except TypeError:  # a lone surrogate escape the proxy read leniently: written escaped, as it came
+            line = json.dumps(call.to_dict()).encode() + b"\n"
         with lock:
             sink.write(line)
             sink.flush()

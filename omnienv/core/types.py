@@ -33,7 +33,12 @@ class ToolCall:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ToolCall:
-        return cls(str(data["name"]), dict(data.get("arguments") or {}), data.get("id"))
+        """Arguments that are not an object (malformed JSON a model wrote, passed on as its text so
+        the environment could answer it) are read back as written: the record must read back."""
+        arguments = data.get("arguments")
+        if isinstance(arguments, dict) or arguments is None:
+            arguments = dict(arguments or {})
+        return cls(str(data["name"]), arguments, data.get("id"))
 
 
 @pickled_as_constructor_call

@@ -9,14 +9,23 @@ Three ways to talk to the model, one conversation per episode:
   ``<tool_call>`` JSON (or the environment's tags), parsed by :mod:`omnienv.core.text_actions`.
 
 Retries with backoff on rate limits, server errors and timeouts are the ``openai`` client's own
-(``max_retries``, ``timeout``). What still fails reaches the episode loop as a :class:`ModelError`,
-which flags the episode as failed rather than scoring it. A reply without a tool call ends the
-episode (:class:`EndEpisode`): the model has stopped acting.
+(``max_retries``). Each try is bounded as a whole, not per read: its answer must arrive within
+``timeout_s`` and within :data:`MAX_ANSWER_BYTES`, so a server that trickles bytes or sends a
+body without end cannot hold an episode or fill memory. What still fails reaches the episode loop
+as a :class:`ModelError`, which flags the episode as failed rather than scoring it; its message is
+bounded and carries no API key. So does a reply the server did not finish (``finish_reason``
+``abort`` or ``error``, a failed response): it is the server's doing, not a choice of the model's.
+A finished reply without a tool call ends the episode (:class:`EndEpisode`): the model has stopped
+acting. What the model writes is its own doing and is scored: malformed or absurd tool calls reach
+the environment, which answers them as invalid actions.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import re
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -26,15 +35,27 @@ import openai
 from omnienv.core import ActionError, Block, ImageBlock, OmniEnvError, TextBlock, ToolCall, ToolSpec
 from omnienv.core.text_actions import TextActions, render_tools_prompt
 from omnienv.rollout.policy import EndEpisode
-from omnienv.rollout.trajectory import Episode
+from omnienv.rollout.trajectory import Episode, valid_text
 
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletion
     from openai.types.responses import Response
 
-__all__ = ["ChatPolicy", "ModelError"]
+__all__ = ["MAX_ANSWER_BYTES", "ChatPolicy", "ModelError"]
 
 Mode = Literal["chat", "responses", "text"]
+
+MAX_ANSWER_BYTES = 64 * 1024 * 1024
+"""The largest answer read from the model server: far above any reply with token ids and
+log-probabilities, far below what would take a machine's memory (the capture proxy has the same)."""
+ERROR_CHARS = 500
+"""How much of a server's error text a failure message quotes: enough to see why, never a whole body."""
+_FINISHED = frozenset({"stop", "tool_calls", "length", "function_call", None})
+"""Chat finish reasons of a reply the model finished (None: servers that leave it out)."""
+_UNFINISHED_STATUSES = frozenset({"failed", "cancelled", "queued", "in_progress"})
+# The openai client's own HTTP library (httpx, or httpx2 in newer releases): the bounded transport
+# below must be of the same library as the client it is given to.
+_http: Any = sys.modules[openai.DefaultAsyncHttpxClient.__mro__[1].__module__.partition(".")[0]]
 
 
 class ModelError(OmniEnvError):
@@ -87,8 +108,13 @@ class ChatPolicy:
         self.max_tokens = max_tokens
         self.max_model_calls = max_model_calls
         self.base_url_for = base_url_for
+        self._secrets = [api_key] if api_key else []
         self.client = client or openai.AsyncOpenAI(
-            base_url=base_url, api_key=api_key or "none", max_retries=max_retries, timeout=timeout_s
+            base_url=base_url,
+            api_key=api_key or "none",
+            max_retries=max_retries,
+            timeout=timeout_s,
+            http_client=openai.DefaultAsyncHttpxClient(transport=_BoundedTransport(timeout_s, MAX_ANSWER_BYTES)),
         )
         tool_entries = [
             {"name": s.name, "description": s.description, "parameters": s.parameters} for s in tools.values()
@@ -162,7 +188,22 @@ class ChatPolicy:
                 return await self._ask_responses(conversation)
             return await self._ask_chat(conversation)
         except openai.APIError as exc:
-            raise ModelError(f"{type(exc).__name__}: {exc}") from exc
+            raise ModelError(self._explain(exc)) from exc
+
+    def _explain(self, exc: openai.APIError) -> str:
+        """The failure as a message for the results file: the status and the start of the server's
+        text (a whole error body can be megabytes), with the API key and bearer tokens taken out
+        (a server may echo the request's headers in its error)."""
+        if isinstance(exc, openai.APIStatusError):
+            body = exc.response.text if exc.response is not None else str(exc)
+            message = f"{type(exc).__name__}: status {exc.status_code}: {body[:ERROR_CHARS]}"
+        else:
+            cause = exc.__cause__
+            message = f"{type(exc).__name__}: {exc}" + (f" ({type(cause).__name__}: {cause})" if cause else "")
+        for secret in self._secrets:
+            message = message.replace(secret, "[redacted]")
+        message = _BEARER.sub(r"\1[redacted]", message)
+        return message[: 2 * ERROR_CHARS]
 
     def _options(self) -> dict[str, Any]:
         options: dict[str, Any] = {}
@@ -180,19 +221,26 @@ class ChatPolicy:
             request["tools"] = self._chat_tools
         response: ChatCompletion = await conversation.client.chat.completions.create(**request)
         _count(conversation.episode, response.usage, "prompt_tokens", "completion_tokens")
-        message = response.choices[0].message
+        choice = response.choices[0] if response.choices else None
+        if choice is None or choice.message is None:
+            raise ModelError("the model server's reply holds no message (no choices, or a choice without one)")
+        if choice.finish_reason not in _FINISHED:
+            # vLLM's "abort", SGLang's "error": the server broke the generation off, the model did not stop
+            raise ModelError(f"the model server did not finish the reply (finish_reason {choice.finish_reason!r})")
+        message = choice.message
+        content = valid_text(message.content) if isinstance(message.content, str) else None
         if self.mode == "text":
-            conversation.messages.append({"role": "assistant", "content": message.content or ""})
+            conversation.messages.append({"role": "assistant", "content": content or ""})
             try:
-                return self._text.parse(message.content or "")
+                return self._text.parse(content or "")
             except ActionError as exc:
                 raise EndEpisode(f"the model wrote no usable tool call: {exc.message}") from None
         calls = [
-            ToolCall(call.function.name, _arguments(call.function.arguments), call.id)
+            ToolCall(_name(call.function.name), _arguments(call.function.arguments), _id(call.id))
             for call in message.tool_calls or ()
             if call.type == "function"
         ]
-        entry: dict[str, Any] = {"role": "assistant", "content": message.content}
+        entry: dict[str, Any] = {"role": "assistant", "content": content}
         if calls:
             entry["tool_calls"] = [
                 {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}
@@ -208,28 +256,90 @@ class ChatPolicy:
         request["tools"] = self._response_tools
         response: Response = await conversation.client.responses.create(**request)
         _count(conversation.episode, response.usage, "input_tokens", "output_tokens")
+        if response.status in _UNFINISHED_STATUSES:
+            raise ModelError(f"the model server did not finish the response (status {response.status!r})")
         calls = []
-        for item in response.output:
+        for item in response.output or ():
             if item.type == "function_call":
+                name, call_id = _name(item.name), _id(item.call_id)
+                arguments = item.arguments if isinstance(item.arguments, str) else None
                 conversation.messages.append(
-                    {"type": "function_call", "call_id": item.call_id, "name": item.name, "arguments": item.arguments}
+                    {"type": "function_call", "call_id": call_id, "name": name, "arguments": arguments or "{}"}
                 )
-                calls.append(ToolCall(item.name, _arguments(item.arguments), item.call_id))
+                calls.append(ToolCall(name, _arguments(item.arguments), call_id))
             elif item.type == "message":
-                text = "".join(getattr(part, "text", "") for part in item.content)
-                conversation.messages.append({"role": "assistant", "content": text})
+                text = "".join(t for part in item.content if isinstance(t := getattr(part, "text", None), str))
+                conversation.messages.append({"role": "assistant", "content": valid_text(text)})
         if not calls:
             raise EndEpisode("the model answered without calling a tool")
         return calls
 
 
-def _arguments(raw: str | None) -> dict[str, Any]:
-    """Parsed arguments; malformed JSON is passed on as is, so the environment explains the error."""
+_BEARER = re.compile(r"(Bearer\s+)[^\s\"',;]+", re.IGNORECASE)
+
+
+def _arguments(raw: Any) -> dict[str, Any]:
+    """Parsed arguments; what does not parse (malformed JSON, nesting too deep to parse, not a
+    string) is passed on as is, so the environment answers it as an invalid action: it is the
+    model's doing, and must be scored, never turned into a failure that trainers mask."""
+    if raw is None:
+        return {}
     try:
-        value = json.loads(raw or "{}")
-    except json.JSONDecodeError:
-        return raw  # type: ignore[return-value]
+        value = json.loads(raw)
+    except (ValueError, TypeError, RecursionError):
+        return raw
     return value
+
+
+def _name(name: Any) -> str:
+    """A tool name the environment can look up: one that is not a string (a server that let the
+    model write any JSON there) becomes one no tool has, so the environment answers "unknown tool"."""
+    return valid_text(name) if isinstance(name, str) else f"<{type(name).__name__}>"
+
+
+def _id(call_id: Any) -> str | None:
+    return valid_text(call_id) if isinstance(call_id, str) else None
+
+
+class _BoundedTransport(_http.AsyncBaseTransport):
+    """The client's transport, with each try bounded as a whole: the HTTP clients' timeouts are per
+    read, so a server sending a byte at a time would hold a call forever, and a body without end
+    would be read into memory to its end. A try over ``total_s`` raises the library's ReadTimeout
+    (the client retries it, as any timeout); an answer over ``max_bytes`` is a :class:`ModelError`,
+    not retried."""
+
+    def __init__(self, total_s: float, max_bytes: int) -> None:
+        self.inner = _http.AsyncHTTPTransport(limits=_http.Limits(max_connections=1000, max_keepalive_connections=100))
+        self.total_s = total_s
+        self.max_bytes = max_bytes
+
+    async def handle_async_request(self, request: Any) -> Any:
+        try:
+            async with asyncio.timeout(self.total_s):
+                response = await self.inner.handle_async_request(request)
+                try:
+                    length = response.headers.get("content-length", "")
+                    if length.isdigit() and int(length) > self.max_bytes:
+                        raise ModelError(self._too_large(f"it announced {int(length):,} bytes"))
+                    parts, size = [], 0
+                    async for part in response.aiter_raw():
+                        size += len(part)
+                        if size > self.max_bytes:
+                            raise ModelError(self._too_large("it sent more"))
+                        parts.append(part)
+                finally:
+                    await response.aclose()
+        except TimeoutError:
+            raise _http.ReadTimeout(f"no whole answer within {self.total_s:g} s", request=request) from None
+        return _http.Response(
+            response.status_code, headers=response.headers, content=b"".join(parts), extensions=response.extensions
+        )
+
+    def _too_large(self, how: str) -> str:
+        return f"the model server's answer is over the {self.max_bytes:,}-byte limit on answers ({how})"
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
 
 
 def _count(episode: Episode, usage: Any, prompt_key: str, completion_key: str) -> None:

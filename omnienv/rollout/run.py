@@ -99,7 +99,7 @@ def rollout(
                 if annotate:
                     annotate(episode)
                 if sink:
-                    sink.write(orjson.dumps(episode.to_dict(), option=orjson.OPT_APPEND_NEWLINE))
+                    sink.write(episode.to_line())
                     sink.flush()
                 if on_episode:
                     on_episode(episode)

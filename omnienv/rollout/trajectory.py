@@ -6,12 +6,32 @@ rollout writes, one JSON line per episode.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from omnienv.core import EpisodeLedger, Failure, Observation, StepResult, ToolCall
 
-__all__ = ["Episode", "Step"]
+__all__ = ["Episode", "Step", "valid_text"]
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def valid_text(value: Any) -> Any:
+    """``value`` with every lone UTF-16 surrogate in its strings (keys too) replaced by U+FFFD.
+
+    JSON may escape one (``"\\ud800"``) and Python's ``json`` reads it, so a model's reply can
+    carry one; no UTF-8 encoder takes it, so it would crash the writer of the results file, or the
+    client sending the conversation back to the model."""
+    if isinstance(value, str):
+        return value if value.isascii() else _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {valid_text(key): valid_text(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [valid_text(item) for item in value]
+    return value
 
 
 @dataclass(slots=True)
@@ -105,6 +125,25 @@ class Episode:
         if self.model_calls is not None:
             data["model_calls"] = self.model_calls
         return data
+
+    def to_line(self) -> bytes:
+        """The episode as one JSON line, whatever it holds, so that one episode never stops a run.
+
+        A lone surrogate (a model's reply, its tool call's arguments) is written as U+FFFD. Anything
+        else JSON cannot hold (an environment's ``info`` holding an object) is written as its text,
+        and the episode is flagged: its record is not what the environment returned."""
+        data = self.to_dict()
+        try:
+            return orjson.dumps(data, option=orjson.OPT_APPEND_NEWLINE)
+        except TypeError:
+            pass
+        try:
+            return orjson.dumps(valid_text(data), option=orjson.OPT_APPEND_NEWLINE)
+        except TypeError as exc:
+            if self.failure is None:
+                self.failure = Failure("record", f"the episode is not JSON ({exc}): what is not was written as text")
+            data = valid_text(self.to_dict())
+            return orjson.dumps(data, option=orjson.OPT_APPEND_NEWLINE, default=lambda value: repr(value)[:200])
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Episode:

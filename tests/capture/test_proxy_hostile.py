@@ -1,0 +1,139 @@
+"""The capture proxy in front of an upstream that answers what no well-behaved one would.
+
+The rule under test: a record holds what the harness got, call for call, or says what it lacks;
+and nothing the proxy says names the credentials of the upstream's URL. Servers are bare ASGI apps
+on 127.0.0.1 (``running``), driven through the real ``openai`` client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+from typing import Any
+
+import httpx
+import openai
+import pytest
+
+from omnienv.capture import CaptureProxy
+from omnienv.server import running
+from tests.capture.test_proxy import bare_upstream, client
+
+MESSAGES: Any = [{"role": "user", "content": "hi"}]
+
+
+def answer(guess: str, **extra: Any) -> dict[str, Any]:
+    call = {"id": "c1", "type": "function", "function": {"name": "guess", "arguments": json.dumps({"word": guess})}}
+    choice = {"index": 0, "message": {"role": "assistant", "content": None, "tool_calls": [call]}}
+    choice |= {"finish_reason": "tool_calls", "token_ids": [7, 8], "logprobs": {"content": [{"logprob": -0.1}] * 2}}
+    return {"id": "x", "object": "chat.completion", "created": 0, "model": "m", "choices": [choice]} | extra
+
+
+async def whole(send: Any, body: bytes) -> None:
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+    await send({"type": "http.response.body", "body": body})
+
+
+def test_an_answer_only_python_s_json_reads_is_recorded() -> None:
+    @bare_upstream
+    async def lenient(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        await receive()
+        await whole(send, json.dumps(answer("crane", prompt_token_ids=[1, 2]))[:-1].encode() + b', "x_debug": NaN}')
+
+    with running(lenient) as url, CaptureProxy(f"{url}/v1") as proxy:
+        model = client(proxy.episode_url("e"))
+        got = model.chat.completions.create(model="m", messages=MESSAGES)
+        # the harness echoes a lone surrogate (a legal JSON escape) back in its next request
+        raw = b'{"model": "m", "messages": [{"role": "user", "content": "a \\ud800"}]}'
+        echoed = httpx.post(f"{proxy.episode_url('e')}/chat/completions", content=raw, timeout=10)
+        calls = proxy.calls("e")
+    assert got.choices[0].message.tool_calls is not None and echoed.status_code == 200
+    assert len(calls) == 2 and all(call.completion_token_ids == [7, 8] and not call.missing for call in calls)
+    assert calls[1].request["messages"][0]["content"] == "a \ud800"
+
+
+def test_an_answer_that_is_not_json_is_recorded_as_missing() -> None:
+    @bare_upstream
+    async def html(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        await receive()
+        await whole(send, b"<html>busy</html>")
+
+    with running(html) as url, CaptureProxy(f"{url}/v1") as proxy:
+        with pytest.raises(ValueError):  # the openai client cannot read it either
+            client(proxy.episode_url("e")).chat.completions.create(model="m", messages=MESSAGES)
+        (call,) = proxy.calls("e")
+    assert call.missing is not None and "not a JSON object" in call.missing
+
+
+def test_an_answer_the_harness_gave_up_on_is_not_recorded() -> None:
+    """The first try's body comes only after the harness timed out and retried; the retry is
+    answered after it, so without the proxy watching the harness the stale answer is recorded first."""
+    retried, stale_sent = asyncio.Event(), asyncio.Event()
+    tries = iter(range(10))
+
+    @bare_upstream
+    async def slow_first(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        await receive()
+        if next(tries) == 0:
+            await send(
+                {"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]}
+            )
+            await retried.wait()
+            await send({"type": "http.response.body", "body": json.dumps(answer("fuzzy")).encode()})
+            stale_sent.set()
+            return
+        retried.set()
+        await stale_sent.wait()
+        await whole(send, json.dumps(answer("crane")).encode())
+
+    with running(slow_first) as url, CaptureProxy(f"{url}/v1") as proxy:
+        model = openai.OpenAI(base_url=proxy.episode_url("e"), api_key="k", max_retries=1, timeout=1.0)
+        got = model.chat.completions.create(model="m", messages=MESSAGES)
+        calls = proxy.calls("e")
+    assert got.choices[0].message.tool_calls[0].function.arguments == '{"word": "crane"}'  # type: ignore[index,union-attr]
+    assert [call.response["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] for call in calls] == [
+        '{"word": "crane"}'
+    ]
+
+
+def test_the_upstream_s_credentials_are_in_no_message() -> None:
+    with socket.socket() as sock:  # a port that was free a moment ago: nothing listens there now
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    with CaptureProxy(f"http://alice:s3cret@127.0.0.1:{port}/v1") as proxy:
+        with pytest.raises(openai.APIStatusError) as failed:
+            client(proxy.episode_url("e")).chat.completions.create(model="m", messages=MESSAGES)
+    assert failed.value.status_code == 502 and f"upstream http://127.0.0.1:{port} could not" in str(failed.value)
+    assert "s3cret" not in str(failed.value) and "alice" not in str(failed.value)
+
+
+def test_an_answer_over_the_size_limit_gets_a_502() -> None:
+    @bare_upstream
+    async def huge(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        await receive()
+        headers = [(b"content-type", b"application/json"), (b"content-length", str(1 << 40).encode())]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": b"{", "more_body": True})
+        await receive()  # until the proxy leaves
+
+    with running(huge) as url, CaptureProxy(f"{url}/v1") as proxy:
+        with pytest.raises(openai.APIStatusError) as failed:
+            client(proxy.episode_url("e")).chat.completions.create(model="m", messages=MESSAGES)
+        assert proxy.calls("e") == []
+    assert failed.value.status_code == 502 and "byte limit" in str(failed.value)
+
+
+def test_a_record_with_line_separators_and_a_lone_surrogate_is_written_and_resumed_whole(tmp_path: Any) -> None:
+    from omnienv.capture import ModelCall, TrainingRecord
+    from omnienv.cli.eval import resumed_records
+    from omnienv.rollout.trajectory import Episode
+
+    text = "a\u2028b\u2029c\u0085d \ud800 é"
+    call = ModelCall(episode="episode-0", api="chat", request={"messages": [{"content": text}]}, response={})
+    record = TrainingRecord.from_calls([call], 1.0, session_id="episode-0", info={"index": 0})
+    path = tmp_path / "records.jsonl"
+    with path.open("w", encoding="utf-8") as stream:  # a lone surrogate used to fail this write
+        stream.write(record.to_json() + "\n")
+    (kept,) = resumed_records(path, [Episode("wordle", 0, None, 0, "p")])
+    assert kept.calls[0].request["messages"][0]["content"] == text
