@@ -19,11 +19,23 @@ from omnienv.core.errors import ActionError, AgentCausedEnd
 from omnienv.core.ledger import EpisodeLedger
 from omnienv.core.types import Observation, StepResult, ToolResult
 
-__all__ = ["ToolOutput", "record_step"]
+__all__ = ["ERROR_CHARS", "ToolOutput", "bounded_error", "record_step"]
 
 ToolOutput: TypeAlias = "str | Block | Iterable[str | Block] | ToolResult"
 
 _new = object.__new__
+
+ERROR_CHARS = 2_000
+"""The most of an invalid action's error message the agent reads back."""
+
+
+def bounded_error(message: str) -> str:
+    """The start of a long error message. Errors quote the agent's own arguments (a guess, a field
+    of the wrong type), so a model that sent two megabytes read them back on every turn, and every
+    results file and prompt carried them again."""
+    if len(message) <= ERROR_CHARS:
+        return message
+    return f"{message[:ERROR_CHARS]}… ({len(message) - ERROR_CHARS:,} more characters not shown)"
 
 
 def record_step(
@@ -55,8 +67,9 @@ def _result_of(output: ToolOutput | ActionError | AgentCausedEnd) -> StepResult:
     if type(output) is str:
         return StepResult(Observation((TextBlock(output),)), 0.0, False, False, {})
     if isinstance(output, ActionError):
-        error = {"code": output.code, "message": output.message}
-        return StepResult(Observation((TextBlock(output.message),), True), 0.0, False, False, {"error": error})
+        message = bounded_error(output.message)
+        error = {"code": output.code, "message": message}
+        return StepResult(Observation((TextBlock(message),), True), 0.0, False, False, {"error": error})
     if isinstance(output, AgentCausedEnd):
         ended = {"reason": output.reason, "message": output.message}
         return StepResult(Observation((TextBlock(output.message),), True), 0.0, True, False, {"ended_by_agent": ended})

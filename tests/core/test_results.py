@@ -82,3 +82,21 @@ def test_the_last_turn_truncates_unless_the_episode_ended_by_its_rules(done: boo
     last = record_step(episode, ToolResult((TextBlock("2"),), 0.25, done), 2)
     assert not first.truncated and last.truncated is not done and last.done is done
     assert (episode.steps, episode.reward, episode.done, episode.truncated) == (2, 0.75, done, not done)
+
+
+@pytest.mark.parametrize("arguments", [{"word": "a" * 2_000_000}, {"word": ["a" * 100_000]}])
+def test_an_invalid_action_quotes_at_most_the_start_of_what_the_agent_sent(arguments: dict[str, Any]) -> None:
+    """An error quotes the agent's arguments: two megabytes sent must not come back on every turn."""
+    from omnienv.core import ToolCall, as_sync
+    from omnienv.core.results import ERROR_CHARS
+    from omnienv.envs.wordle import Wordle
+
+    env = as_sync(Wordle())
+    try:
+        env.reset(seed=1)
+        result = env.step(ToolCall("guess", arguments))
+    finally:
+        env.close()
+    text = result.observation.text
+    assert result.observation.is_error and ERROR_CHARS < len(text) < ERROR_CHARS + 60, len(text)
+    assert text.endswith("more characters not shown)") and result.info["error"]["message"] == text
