@@ -59,6 +59,22 @@ def read_episodes(path: Path, *, repair: bool = False) -> list[Episode]:
     return episodes
 
 
+def _check_same_plan(out: Path, previous: list[Episode], plans: list[EpisodePlan]) -> None:
+    """Refuse to resume a file written by another plan: episodes are matched by index, and a
+    resume with another ``--seed`` or ``--split`` would mix two runs' episodes in one summary."""
+    planned = {plan.index: plan for plan in plans}
+    for episode in previous:
+        plan = planned.get(episode.index)
+        if plan is None:
+            continue
+        if episode.seed != plan.seed or (plan.task_id is not None and episode.task_id != plan.task_id):
+            raise UsageError(
+                f"{out} was written by another plan: its episode {episode.index} played task {episode.task_id!r} "
+                f"with seed {episode.seed}, where this run plans {plan.task_id!r} with seed {plan.seed}. Resume "
+                "with the first run's --split and --seed, or write to a new --out"
+            )
+
+
 def rollout(
     env_class: type[EnvironmentBase],
     make_policy: Callable[[], Policy],
@@ -82,6 +98,7 @@ def rollout(
         strangers = {e.env for e in previous} - {env_class.name}
         if strangers:
             raise UsageError(f"{out} holds episodes of {', '.join(sorted(strangers))}, not {env_class.name}")
+        _check_same_plan(out, previous, plans)
         finished = {e.index for e in previous}
         plans = [plan for plan in plans if plan.index not in finished]
 

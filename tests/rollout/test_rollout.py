@@ -110,3 +110,17 @@ def test_deadline_and_policy_crash_are_failures() -> None:
     assert broken.failure is not None and broken.failure.kind == "policy"
     assert "model said nonsense" in broken.failure.message
     assert summarize([slow, broken]).scored == 0
+
+
+def test_a_file_of_another_plan_is_not_resumed(tmp_path: Path) -> None:
+    """Episodes are matched by index: another --seed or --split would mix two runs in one file."""
+    from omnienv.core import UsageError
+
+    out = tmp_path / "t.jsonl"
+    solver = make_policy("solver", Wordle)
+    rollout(Wordle, solver, plan_episodes(Wordle, 3, "test"), out=out)
+    for other in (plan_episodes(Wordle, 5, "test", seed=7), plan_episodes(Wordle, 5, "train")):
+        with pytest.raises(UsageError, match="written by another plan"):
+            rollout(Wordle, solver, other, out=out, resume=True)
+    summary = rollout(Wordle, solver, plan_episodes(Wordle, 5, "test"), out=out, resume=True)
+    assert summary.episodes == 5 and len(out.read_bytes().splitlines()) == 5
