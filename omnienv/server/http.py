@@ -235,7 +235,7 @@ def http_routes(manager: SessionManager, handler: Handler) -> list[Route]:
         Route("/schema", constant(schemas), methods=["GET"]),
         Route("/openapi.json", constant(spec), methods=["GET"]),
         Route("/splits", _guarded(splits), methods=["GET"]),
-        Route("/splits/{split}/tasks", _guarded(tasks), methods=["GET"]),
+        Route("/splits/{split:path}/tasks", _guarded(tasks), methods=["GET"]),  # a split name may hold "/"
         Route("/sessions", _guarded(open_session), methods=["POST"]),
         Route("/sessions/{session_id}", _guarded(close_session), methods=["DELETE"]),
         Route("/sessions/{session_id}/reset", _guarded(session_reset), methods=["POST"]),

@@ -135,3 +135,16 @@ def test_two_requests_racing_on_one_session_are_refused_not_interleaved(serve) -
         finally:
             RELEASE.set()
             slow.join(10)
+
+
+def test_a_split_whose_name_holds_a_slash_is_listed(serve, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from omnienv.envs.terminal import harbor_environment
+    from tests.envs.test_terminal import make_task
+
+    make_task(tmp_path, split="v1/test")
+    url, _ = serve(harbor_environment(tmp_path))
+    with httpx.Client(base_url=url, trust_env=False, timeout=10) as client:
+        assert client.get("/splits").json()["splits"] == ["v1/test"]
+        for path in ("/splits/v1/test/tasks", "/splits/v1%2Ftest/tasks"):  # as the play page encodes it
+            page = client.get(path)
+            assert page.status_code == 200 and [t["id"] for t in page.json()["tasks"]] == ["v1/test/answer"], page.text
