@@ -36,6 +36,7 @@ __all__ = [
     "gate_taken",
     "options_file",
     "python_paths",
+    "system_view",
 ]
 
 HOME = "/home/user"
@@ -161,17 +162,8 @@ def bwrap_command(
         "--cap-drop", "ALL",
         "--hostname", hostname,
         "--clearenv",
-        "--ro-bind", "/usr", "/usr",
+        *system_view(),
     ]  # fmt: skip
-    for name in _TOP_LEVEL:
-        host = Path("/") / name
-        if host.is_symlink():
-            cmd += ["--symlink", os.readlink(host), str(host)]
-        elif host.is_dir():
-            cmd += ["--ro-bind", str(host), str(host)]
-    for name in _ETC:
-        if os.path.exists(f"/etc/{name}"):
-            cmd += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
     # The private /tmp comes before the binds: a virtualenv or socket directory that lives under
     # the host's /tmp (a CI checkout, say) is then mounted on top of it instead of hidden by it.
     cmd += ["--proc", "/proc", "--dev", "/dev", "--size", str(limits.shm_bytes), "--tmpfs", "/dev/shm"]
@@ -194,6 +186,22 @@ def bwrap_command(
     os.write(options_fd, b"".join(option.encode() + b"\0" for option in cmd[1:]))
     os.lseek(options_fd, 0, os.SEEK_SET)
     return [cmd[0], "--args", str(options_fd), *program]
+
+
+def system_view() -> list[str]:
+    """bwrap options that show the host's system read-only: ``/usr``, the top-level directories
+    (or their links into ``/usr``) and a few files of ``/etc``, nothing else of the host."""
+    options = ["--ro-bind", "/usr", "/usr"]
+    for name in _TOP_LEVEL:
+        host = Path("/") / name
+        if host.is_symlink():
+            options += ["--symlink", os.readlink(host), str(host)]
+        elif host.is_dir():
+            options += ["--ro-bind", str(host), str(host)]
+    for name in _ETC:
+        if os.path.exists(f"/etc/{name}"):
+            options += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
+    return options
 
 
 def options_file() -> int:

@@ -166,7 +166,7 @@ class Sandbox:
                 work_dir=str(self.work_dir),
                 shared_dirs=shared_dirs,
                 read_only=read_only,
-                files=[*((str(self._empty()), path) for path in self.hidden), *files],
+                files=[*self.covers(), *files],
                 env=env,
                 limits=self.limits,
                 hostname=hostname,
@@ -214,11 +214,12 @@ class Sandbox:
             )
         return process
 
-    def _empty(self) -> Path:
+    def covers(self) -> list[tuple[str, str]]:
+        """``(empty directory, hidden path)`` read-only binds that cover each of :attr:`hidden`."""
         empty = self.root / "empty"
         if self.hidden:
             empty.mkdir(mode=0o555, exist_ok=True)
-        return empty
+        return [(str(empty), path) for path in self.hidden]
 
     def _check_bind_source(self, host_path: str) -> None:
         """Refuse a bind the sandbox itself could redirect: a link, or a path inside its home."""

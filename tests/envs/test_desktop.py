@@ -6,6 +6,7 @@ Every task, solved and faked, is in ``test_desktop_tasks.py``.
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import struct
 import time
@@ -219,7 +220,7 @@ def test_a_display_that_dies_is_a_failure_not_a_score(env: Desktop) -> None:
         await env.reset(task="train/terminal-echo")
         display = env.desktop
         assert isinstance(display, XvfbDisplay)
-        display.process.send_signal(signal.SIGKILL)
+        os.kill(display.server.pid, signal.SIGKILL)
         display.process.wait()
         result = await env.step(ToolCall("screenshot", {}))
         assert result.failure is not None and result.failure.kind == "env_error"

@@ -194,7 +194,7 @@ def processes_in(cgroups: set[str]) -> list[tuple[int, str]]:
 def leftovers(display: XvfbDisplay) -> list[str]:
     """What of a released display still exists: its X server, its processes, its files, its cgroup."""
     left = [f"process {pid} {name}" for pid, name in processes_in({display.sandbox.cgroup.name})]
-    if os.path.exists(f"/proc/{display.process.pid}") and display.process.poll() is None:
+    if display.process.poll() is None or os.path.exists(f"/proc/{display.server.pid}"):
         left.append("the X server")
     if display.root.exists():
         left.append(f"the files {display.root}")

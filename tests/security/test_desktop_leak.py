@@ -71,7 +71,7 @@ def test_twenty_escaping_episodes_leave_nothing_behind(monkeypatch: pytest.Monke
                     await client.reset(task="train/terminal-echo")
                     desktop = live_desktop(manager)
                     roots.append(desktop.root)
-                    servers.append(desktop.process.pid)
+                    servers.extend((desktop.process.pid, desktop.server.pid))
                     command = ESCAPES[kinds[episode % len(kinds)]].format(m=f"{marker}-{episode}")
                     result = await act(client, "run_command", command=command)
                     assert result.failure is None, result.failure

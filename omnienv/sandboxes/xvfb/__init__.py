@@ -2,8 +2,9 @@
 
 The parts, one module each:
 
-- :mod:`~omnienv.sandboxes.xvfb.server`: the X server (Xvfb on the host, fixed arguments, no TCP,
-  no shared memory) and its watchdog;
+- :mod:`~omnienv.sandboxes.xvfb.server`: the X server (Xvfb in a sandbox of its own, as a host
+  user of its own from :mod:`~omnienv.sandboxes.xvfb.users`; fixed arguments, no TCP, no shared
+  memory) and its watchdog;
 - :mod:`~omnienv.sandboxes.xvfb.display`: :class:`XvfbDisplay`, the session: its one
   :class:`~omnienv.sandboxes.sandbox.Sandbox`, through which the window manager, every app and every
   shell start, with the display's socket bound in read-only;

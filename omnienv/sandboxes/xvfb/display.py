@@ -1,7 +1,8 @@
-"""One local desktop: an Xvfb server on the host, everything else in the session's one sandbox.
+"""One local desktop: an Xvfb server in a sandbox of its own, everything else in the session's one sandbox.
 
-- **The X server** (:mod:`~omnienv.sandboxes.xvfb.server`) is the only host process of the
-  display besides its watchdog: fixed arguments, no TCP, no shared memory.
+- **The X server** (:mod:`~omnienv.sandboxes.xvfb.server`): fixed arguments, no TCP, no shared
+  memory, a host user of its own and a sandbox that shows the host's system only; its socket is
+  the only way to the display.
 - **Every X client of the session** (the window manager, the task's apps, the agent's shell and
   whatever they start, a terminal opened from the window manager's menu included) starts through
   :meth:`Sandbox.spawn <omnienv.sandboxes.sandbox.Sandbox.spawn>`: bubblewrap, the sandbox's
@@ -40,7 +41,7 @@ from omnienv.sandboxes.xvfb.capture import Grabber
 from omnienv.sandboxes.xvfb.homes import Homes
 from omnienv.sandboxes.xvfb.input import XInput
 from omnienv.sandboxes.xvfb.launch import AppLog, on_spawner, program_pid, require_sandbox
-from omnienv.sandboxes.xvfb.server import XServer, missing_programs
+from omnienv.sandboxes.xvfb.server import SOCKETS, XServer, missing_programs
 from omnienv.sandboxes.xvfb.shell import SandboxShell
 from omnienv.sandboxes.xvfb.xclient import XClient, XConnectionLost
 
@@ -110,12 +111,16 @@ class XvfbDisplay(XInput):
         }
         (sandbox.run_dir / "passwd").write_text("user:x:1000:1000::/home/user:/bin/bash\n")
         (sandbox.run_dir / "group").write_text("user:x:1000:\n")
-        self._read_only = [server.socket, *(path for path in SYSTEM_CONFIG if os.path.isdir(path))]
-        self._files = [(str(sandbox.run_dir / "passwd"), "/etc/passwd"), (str(sandbox.run_dir / "group"), "/etc/group")]
+        self._read_only = [path for path in SYSTEM_CONFIG if os.path.isdir(path)]
+        self._files = [
+            (str(server.socket_dir), SOCKETS),
+            (str(sandbox.run_dir / "passwd"), "/etc/passwd"),
+            (str(sandbox.run_dir / "group"), "/etc/group"),
+        ]
 
     name = property(lambda self: self.server.name)
     number = property(lambda self: self.server.number)
-    process = property(lambda self: self.server.process, doc="The Xvfb process.")
+    process = property(lambda self: self.server.process, doc="The X server's sandbox, which lives as long as Xvfb.")
     root = property(lambda self: self.sandbox.root)
     home = property(lambda self: self.sandbox.work_dir, doc="The home directory (/home/user inside).")
 
@@ -139,13 +144,24 @@ class XvfbDisplay(XInput):
         sandbox = Sandbox(spec.limits, prefix=PREFIX)
         log = sandbox.run_dir / "xvfb.log"
         try:
-            server = XServer.start(spec.width, spec.height, spec.depth, log, deadline, sandbox.limits.memory_bytes)
+            server = XServer.start(
+                spec.width,
+                spec.height,
+                spec.depth,
+                log,
+                deadline,
+                sandbox.limits.memory_bytes,
+                sandbox.run_dir / "x11",
+                sandbox.covers(),
+            )
         except BaseException:
             sandbox.close()
             raise
         display = cls(spec, sandbox, server)
         try:
-            sandbox.cgroup.add(server.process.pid)  # what clients make the server do counts against the session
+            # What clients make the server do counts against the session. Xvfb alone: its bwrap, left
+            # out of the session's kills, reaps it at once (a bwrap killed with it would leave it to init).
+            sandbox.cgroup.add(server.pid)
             server.watch(sandbox.root, sandbox.cgroup.dirs)
             if spec.window_manager:
                 display._start_window_manager(deadline)
@@ -209,7 +225,7 @@ class XvfbDisplay(XInput):
     def require_alive(self) -> None:
         if self.alive():
             return
-        if not self._closed and self.server.process.returncode == -9 and self.sandbox.memory_limit_hits():
+        if not self._closed and self.server.killed and self.sandbox.memory_limit_hits():
             raise AgentCausedEnd(
                 "the desktop ran out of memory: the session's programs together (the X server's "
                 "work for them included) hit its limit",

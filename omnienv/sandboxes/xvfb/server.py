@@ -1,19 +1,25 @@
-"""The X server of one display: Xvfb on the host, with fixed arguments only.
+"""The X server of one display: Xvfb in a sandbox of its own, with fixed arguments only.
 
+- **Its own sandbox** (bubblewrap): the host's system read-only (no home, no project, no other
+  session), a private ``/tmp`` in memory, no ``/proc``, its own IPC and UTS namespaces, and a host
+  user of its own (:mod:`~omnienv.sandboxes.xvfb.users`), with no capability and no way to gain one.
+  An X server is a large C program that every client on the display talks to: one that a
+  hostile client took over reaches nothing of the host's. It keeps the host's pid namespace (the
+  desktop reads windows' owners from it) and network namespace (see below).
 - ``-displayfd`` makes Xvfb pick a free display number itself and write it once it accepts
   connections: no guessing, no readiness polling.
-- It listens on no TCP port (``-nolisten tcp``): only on its Unix socket file, which each
-  session's sandbox gets bound in alone, read-only, and on the abstract socket of the same name,
-  which lives in the host's network namespace (every sandbox has an empty one of its own, so none
-  can reach it). The abstract socket stays: it is what makes ``-displayfd`` skip a number in use
-  (the socket file of a running server would simply be replaced).
-- ``-extension MIT-SHM``: with shared memory, a client may ask the server (root, in the host's
-  IPC namespace) to attach any System V segment by id, and the server checks the client's
-  credentials, which for a sandboxed client are the host uid bwrap mapped it to (root). Captures
-  go over the socket instead (about a millisecond more). ``-extension GLX``: no GL in the server.
-- Its address space and open files are capped (``prlimit``), and the display joins it to the
-  session's cgroup: what the agent's clients make the server allocate or compute counts against
-  the session's limits.
+- It listens on no TCP port (``-nolisten tcp``). Its Unix socket file lands in the session's own
+  socket directory (``socket_dir``, mounted at ``/tmp/.X11-unix``), which each of the session's
+  sandboxes gets read-only, alone; no other display's socket is in it, and the host's
+  ``/tmp/.X11-unix`` is never touched. Its abstract socket of the same name lives in the host's
+  network namespace: the host's own connections use it, no sandbox can reach it (each has an empty
+  network namespace of its own), and it is what makes ``-displayfd`` skip a number in use.
+- ``-extension MIT-SHM``: with shared memory, a client may ask the server to attach any System V
+  segment by id. Captures go over the socket instead (about a millisecond more).
+  ``-extension GLX``: no GL in the server.
+- Its address space, processes and open files are capped (``prlimit``), and the display joins it
+  to the session's cgroup: what the agent's clients make the server allocate or compute counts
+  against the session's limits.
 - A watchdog process per display kills the server and deletes the session's files if the Python
   process that owns it dies without closing it.
 """
@@ -24,14 +30,17 @@ import contextlib
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from omnienv.sandboxes.bubblewrap import LAUNCH_ENV
+from omnienv.sandboxes.bubblewrap import LAUNCH_ENV, bwrap_path, dies_with_parent, system_view
 from omnienv.sandboxes.desktop import DisplayError
 from omnienv.sandboxes.polling import wait
+from omnienv.sandboxes.procfs import children
+from omnienv.sandboxes.xvfb.users import ServerUser, lease_user
 
 __all__ = ["REQUIRED_PROGRAMS", "XServer", "missing_programs"]
 
@@ -39,7 +48,12 @@ REQUIRED_PROGRAMS = ("Xvfb", "bwrap")
 XVFB_OPEN_FILES = 1024
 """Enough for Xvfb's most clients (256 by default), and not the limit of the process that
 started it, raised for its sessions' files (:mod:`omnienv.core.open_files`)."""
+XVFB_PROCESSES = 32
+"""Xvfb and the keymap compilers it runs (``sh``, ``xkbcomp``); counted per user, and its user is its own."""
+XVFB_TMP_BYTES = 16 * 1024 * 1024
+"""Its private ``/tmp``: compiled keymaps, its lock file."""
 XVFB_FLAGS = ("-nolisten", "tcp", "-extension", "MIT-SHM", "-extension", "GLX", "-noreset")
+SOCKETS = "/tmp/.X11-unix"
 
 
 def missing_programs(programs: Sequence[str] = REQUIRED_PROGRAMS) -> list[str]:
@@ -65,13 +79,55 @@ def _read_display_number(fd: int, process: subprocess.Popen[bytes], deadline: fl
     return int(buffer)
 
 
-class XServer:
-    """One Xvfb process; ``socket`` is the only way in."""
+def _server_command(
+    argv: Sequence[str], socket_dir: Path, user: ServerUser | None, covers: Sequence[tuple[str, str]]
+) -> list[str]:
+    """bwrap running ``argv`` (Xvfb) as the module docs say; ``covers`` are ``(empty dir, path)``
+    binds that hide paths of the system (omnienv's own installation)."""
+    command = [
+        bwrap_path(),
+        # root makes the namespaces itself, then setpriv drops to the user; another user needs one of its own
+        *(["--unshare-user", "--cap-drop", "ALL"] if user is None else []),
+        "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+        "--die-with-parent", "--new-session",
+        *system_view(),
+        "--dev", "/dev",
+        "--perms", "1777", "--size", str(XVFB_TMP_BYTES), "--tmpfs", "/tmp",
+        "--bind", str(socket_dir), SOCKETS,
+    ]  # fmt: skip
+    for empty, path in covers:
+        command += ["--ro-bind", empty, path]
+    command += ["--remount-ro", "/", "--chdir", "/", "--"]
+    if user is not None:
+        uid = str(user.uid)
+        command += ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
+        command += ["--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
+    return [*command, *argv]
 
-    def __init__(self, process: subprocess.Popen[bytes], number: int, log: Path) -> None:
+
+class XServer:
+    """One Xvfb process in its sandbox; ``socket_dir`` is the only way in.
+
+    ``process`` is bubblewrap, which lives exactly as long as Xvfb (its child, ``pid``) and exits
+    with its status (``128 + signal`` for a killed one).
+    """
+
+    def __init__(
+        self,
+        process: subprocess.Popen[bytes],
+        pid: int,
+        number: int,
+        log: Path,
+        socket_dir: Path,
+        user: ServerUser | None,
+    ) -> None:
         self.process = process
+        self.pid = pid
         self.number = number
         self.log = log
+        self.socket_dir = socket_dir
+        self.user = user
+        self._pidfd = os.pidfd_open(pid)  # signals reach this Xvfb, never a process that reused its pid
         self._watchdog: subprocess.Popen[bytes] | None = None
         self._lifeline = -1
 
@@ -80,31 +136,35 @@ class XServer:
         return f":{self.number}"
 
     @property
-    def socket(self) -> str:
-        return f"/tmp/.X11-unix/X{self.number}"
+    def killed(self) -> bool:
+        """Whether the server died of SIGKILL (the out-of-memory killer's signal)."""
+        return self.process.returncode in (-signal.SIGKILL, 128 + signal.SIGKILL)
 
     @classmethod
-    def start(cls, width: int, height: int, depth: int, log: Path, deadline: float, memory_bytes: int) -> XServer:
+    def start(
+        cls,
+        width: int,
+        height: int,
+        depth: int,
+        log: Path,
+        deadline: float,
+        memory_bytes: int,
+        socket_dir: Path,
+        covers: Sequence[tuple[str, str]] = (),
+    ) -> XServer:
         """Start Xvfb (its address space capped at ``memory_bytes``: a client's huge pixmap gets BadAlloc)."""
+        user = lease_user()
+        socket_dir.mkdir(mode=0o755)
+        if user is not None:
+            os.chmod(socket_dir, 0o1777)  # root's, as Xvfb expects; only this server's sandbox writes it
         read_fd, write_fd = os.pipe()
+        limits = [f"--as={memory_bytes}", f"--nofile={XVFB_OPEN_FILES}", f"--nproc={XVFB_PROCESSES}", "--core=0"]
         screen = f"{width}x{height}x{depth}"
+        xvfb = ["prlimit", *limits, "--", "Xvfb", "-displayfd", str(write_fd), "-screen", "0", screen]
         try:
             with open(log, "wb") as out:
                 process = subprocess.Popen(
-                    [
-                        "prlimit",
-                        f"--as={memory_bytes}",
-                        f"--nofile={XVFB_OPEN_FILES}",
-                        "--core=0",
-                        "--",
-                        "Xvfb",
-                        "-displayfd",
-                        str(write_fd),
-                        "-screen",
-                        "0",
-                        screen,
-                        *XVFB_FLAGS,
-                    ],
+                    dies_with_parent(_server_command([*xvfb, *XVFB_FLAGS], socket_dir, user, covers)),
                     pass_fds=(write_fd,),
                     env=dict(LAUNCH_ENV),
                     cwd="/",
@@ -117,15 +177,28 @@ class XServer:
             write_fd = -1
             try:
                 number = _read_display_number(read_fd, process, deadline)
+                found = children(process.pid)
+                if len(found) != 1:
+                    raise DisplayError(f"the X server's sandbox runs {len(found)} processes, where Xvfb is its one")
+                try:
+                    return cls(process, found[0], number, log, socket_dir, user)
+                except ProcessLookupError:
+                    raise DisplayError(f"Xvfb exited as it started (code {process.poll()})") from None
             except BaseException:
+                for pid in reversed(children(process.pid)):
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGKILL)
                 process.kill()
                 process.wait()
                 raise
+        except BaseException:
+            if user is not None:
+                user.release()
+            raise
         finally:
             os.close(read_fd)
             if write_fd >= 0:
                 os.close(write_fd)
-        return cls(process, number, log)
 
     def alive(self) -> bool:
         return self.process.poll() is None
@@ -134,13 +207,15 @@ class XServer:
         """Start the watchdog: on our death it kills the server and deletes ``root`` and ``cgroups``.
 
         It blocks reading a pipe whose only writer is this process; the kernel closes it on any
-        death. Its arguments are fixed paths of ours, never anything from the agent.
+        death. It holds the server user's lease until it is done (that uid is free only once the
+        server is gone). Its arguments are fixed paths of ours, never anything from the agent.
         """
         read_fd, self._lifeline = os.pipe()
         mounts = " ".join(shlex.quote(str(root / name)) for name in ("work", "run"))
         groups = " ".join(shlex.quote(str(path)) for path in cgroups)
+        pids = f"{self.pid} {self.process.pid}"
         script = (
-            f"read _; kill -TERM {self.process.pid}; sleep 1; kill -KILL {self.process.pid}; "
+            f"read _; kill -TERM {pids}; sleep 1; kill -KILL {pids}; "
             f'for m in {mounts}; do umount -l "$m" 2>/dev/null; done; rm -rf {shlex.quote(str(root))}; '
             f"for i in 1 2 3 4 5; do rmdir {groups} 2>/dev/null && break; sleep 1; done; true"
         )
@@ -153,12 +228,13 @@ class XServer:
                 env=dict(LAUNCH_ENV),
                 cwd="/",
                 start_new_session=True,
+                pass_fds=() if self.user is None else (self.user.lock_fd,),
             )
         finally:
             os.close(read_fd)
 
     def stop(self) -> None:
-        """Stop the watchdog, then the server (SIGTERM lets Xvfb remove its lock file and socket)."""
+        """Stop the watchdog, then the server, then give its user back."""
         if self._watchdog is not None:
             with contextlib.suppress(ProcessLookupError):
                 self._watchdog.kill()
@@ -167,32 +243,23 @@ class XServer:
         if self._lifeline >= 0:
             os.close(self._lifeline)
             self._lifeline = -1
-        server = self.process
-        with contextlib.suppress(ProcessLookupError):
-            server.terminate()
+        self._signal(signal.SIGTERM)
         try:
-            server.wait(timeout=2)
+            self.process.wait(timeout=2)
         except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-        self._remove_stale_files()
+            self._signal(signal.SIGKILL)
+            self.process.kill()
+            self.process.wait()
+        if self._pidfd >= 0:
+            os.close(self._pidfd)
+            self._pidfd = -1
+        if self.user is not None:
+            self.user.release()
 
-    def _remove_stale_files(self) -> None:
-        """Delete the lock and socket a killed server left, if they are still ours.
-
-        A server that exits on SIGTERM removes them itself, and by then another display may have
-        taken the number: the lock file names its owner's pid, so only our own is touched.
-        """
-        lock = Path(f"/tmp/.X{self.number}-lock")
-        try:
-            owner = int(lock.read_text().strip())
-        except (OSError, ValueError):
-            return
-        if self.process.returncode == 0 or owner != self.process.pid:
-            return
-        for stale in (Path(self.socket), lock):
-            with contextlib.suppress(OSError):
-                stale.unlink()
+    def _signal(self, number: int) -> None:
+        if self._pidfd >= 0:
+            with contextlib.suppress(ProcessLookupError):
+                signal.pidfd_send_signal(self._pidfd, number)
 
     def tail(self, limit: int = 600) -> str:
         try:

@@ -28,6 +28,7 @@ from omnienv.sandboxes.desktop import Combo, DisplayError, Window
 from omnienv.sandboxes.polling import SelectOnPoll
 from omnienv.sandboxes.xvfb import windows
 from omnienv.sandboxes.xvfb.keyboard import Keyboard
+from omnienv.sandboxes.xvfb.server import SOCKETS
 
 __all__ = ["XClient", "XConnectionLost", "XRequestFailed"]
 
@@ -49,6 +50,34 @@ def _xlib() -> Any:
     return X, error, xdisplay
 
 
+def _connect_to_abstract_sockets() -> None:
+    """Have python-xlib connect to a local display's abstract socket, as libxcb (and so ``mss``)
+    does, before any socket file.
+
+    Each X server's socket file lies in its session's own directory: a file of the same name in
+    the host's ``/tmp/.X11-unix`` belongs to another X server, or to a dead one, and python-xlib
+    would use it (and stop there) when it exists.
+    """
+    from Xlib.support import unix_connect
+
+    if getattr(unix_connect.get_socket, "abstract_first", False):
+        return
+    file_first = unix_connect.get_socket
+
+    def get_socket(dname: str, protocol: str | None, host: str | None, dno: int) -> socket.socket:
+        if protocol in (None, "unix") and host in (None, "", "unix"):
+            connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                connection.connect(f"\0{SOCKETS}/X{dno}")
+                return connection
+            except OSError:
+                connection.close()
+        return file_first(dname, protocol, host, dno)
+
+    get_socket.abstract_first = True  # type: ignore[attr-defined]
+    unix_connect.get_socket = get_socket
+
+
 class XClient:
     """One host connection to display ``name`` (made on first use, remade once if killed)."""
 
@@ -66,6 +95,7 @@ class XClient:
         from Xlib.protocol import display as protocol
 
         protocol.select = SelectOnPoll  # python-xlib's one way of waiting (see the module's docstring)
+        _connect_to_abstract_sockets()
         try:
             display = xdisplay.Display(self.name)
         except Exception as exc:
