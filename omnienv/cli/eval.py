@@ -26,7 +26,7 @@ from omnienv.cli.common import console, env_class, fail
 from omnienv.cli.rollout import remote_env, run_with_progress, show_summary
 from omnienv.core import OmniEnvError
 from omnienv.rollout import plan_episodes
-from omnienv.rollout.run import read_episodes, summary_path
+from omnienv.rollout.run import kept_on_resume, read_episodes, summary_path
 from omnienv.rollout.trajectory import Episode
 
 if TYPE_CHECKING:
@@ -111,9 +111,9 @@ class EvalCapture:
         return line
 
 
-def open_records(path: Path, out: Path, resume: bool, env: str) -> IO[str]:
+def open_records(path: Path, out: Path, resume: bool, env: str, retry_failures: bool = False) -> IO[str]:
     """The records file, ready to append this run's records; on resume it first holds exactly one
-    record per episode already in ``out`` (see :func:`resumed_records`)."""
+    record per episode that the resume keeps from ``out`` (see :func:`resumed_records`)."""
     previous: list[Episode] = []
     if resume and out.exists():
         try:
@@ -123,7 +123,7 @@ def open_records(path: Path, out: Path, resume: bool, env: str) -> IO[str]:
         strangers = {e.env for e in previous} - {env}
         if strangers:
             raise fail(f"{out} holds episodes of {', '.join(sorted(strangers))}, not {env}")
-    kept = resumed_records(path, previous)
+    kept = resumed_records(path, kept_on_resume(previous, retry_failures))
     scratch = path.with_name(path.name + ".partial")
     with scratch.open("w", encoding="utf-8") as stream:
         for record in kept:
@@ -143,6 +143,9 @@ def evaluate(
     split: Annotated[str | None, typer.Option(help="Task split to cycle through, e.g. test")] = None,
     out: Annotated[Path | None, typer.Option(help="Trajectories (JSONL); the summary goes beside it")] = None,
     resume: Annotated[bool, typer.Option(help="Keep episodes already in --out and play only the rest")] = True,
+    retry_failures: Annotated[
+        bool, typer.Option(help="On resume, play again the episodes flagged as failures (an API outage, a crash)")
+    ] = False,
     seed: Annotated[int, typer.Option(help="Episode i uses seed+i")] = 0,
     temperature: Annotated[float | None, typer.Option()] = None,
     max_tokens: Annotated[int | None, typer.Option(help="Per model reply")] = None,
@@ -203,6 +206,7 @@ def evaluate(
             f"{cls.name} x {model}",
             out=out,
             resume=resume,
+            retry_failures=retry_failures,
             concurrency=concurrency,
             deadline_s=deadline,
             make_env=remote_env(url) if url else None,
@@ -219,7 +223,7 @@ def evaluate(
     except ImportError as exc:
         raise fail(f"--capture needs the server extra: pip install 'omnienv[server]' ({exc})") from None
     upstream = base_url or os.environ.get("OPENAI_BASE_URL") or _DEFAULT_UPSTREAM
-    sink = open_records(records, out, resume, cls.name) if records is not None else None
+    sink = open_records(records, out, resume, cls.name, retry_failures) if records is not None else None
     try:
         # The proxy gives up on the upstream when the client does (it watches the client's
         # connection, and bounds each exchange as a whole by the same timeout), so a request the

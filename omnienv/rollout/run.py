@@ -2,7 +2,8 @@
 
 With ``resume=True`` a run picks up where an interrupted one stopped: episodes already in the
 output file are kept and not played again (a half-written last line is dropped), and the
-summary covers both.
+summary covers both. With ``retry_failures`` too, the episodes flagged as failures (an outage of
+the model's API, a crashed environment) are taken out of the file and played again.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from omnienv.rollout.policy import Policy
 from omnienv.rollout.summary import Summary, summarize
 from omnienv.rollout.trajectory import Episode
 
-__all__ = ["plan_episodes", "read_episodes", "rollout", "summary_path"]
+__all__ = ["kept_on_resume", "plan_episodes", "read_episodes", "rollout", "summary_path"]
 
 
 def plan_episodes(
@@ -59,6 +60,21 @@ def read_episodes(path: Path, *, repair: bool = False) -> list[Episode]:
     return episodes
 
 
+def kept_on_resume(previous: list[Episode], retry_failures: bool) -> list[Episode]:
+    """The episodes of an interrupted run that a resume keeps: all of them, or with
+    ``retry_failures`` those not flagged as failures (the others are played again)."""
+    return [episode for episode in previous if not (retry_failures and episode.failure is not None)]
+
+
+def _drop_lines(path: Path, kept: list[Episode]) -> None:
+    """Rewrite ``path`` with the lines of ``kept`` only, as they were written (atomically)."""
+    wanted = {episode.index for episode in kept}
+    lines = path.read_bytes().splitlines(keepends=True)
+    scratch = path.with_name(path.name + ".partial")
+    scratch.write_bytes(b"".join(line for line in lines if orjson.loads(line).get("index") in wanted))
+    scratch.replace(path)
+
+
 def _check_same_plan(out: Path, previous: list[Episode], plans: list[EpisodePlan]) -> None:
     """Refuse to resume a file written by another plan: episodes are matched by index, and a
     resume with another ``--seed`` or ``--split`` would mix two runs' episodes in one summary."""
@@ -82,13 +98,15 @@ def rollout(
     *,
     out: Path | None = None,
     resume: bool = False,
+    retry_failures: bool = False,
     concurrency: int = 1,
     deadline_s: float | None = None,
     make_env: EnvFactory | None = None,
     on_episode: Callable[[Episode], None] | None = None,
     annotate: Callable[[Episode], None] | None = None,
 ) -> Summary:
-    """Run ``plans`` in-process (or on ``make_env``'s remote sessions) and summarise them.
+    """Run ``plans`` in-process (or on ``make_env``'s remote sessions) and summarise them
+    (``resume`` and ``retry_failures``: see the module docs).
 
     ``annotate`` sees each new episode before its line is written, so what a caller kept beside the
     run (the captured model calls) lands in the same line and survives a resume with it."""
@@ -99,6 +117,10 @@ def rollout(
         if strangers:
             raise UsageError(f"{out} holds episodes of {', '.join(sorted(strangers))}, not {env_class.name}")
         _check_same_plan(out, previous, plans)
+        kept = kept_on_resume(previous, retry_failures)
+        if len(kept) < len(previous):
+            _drop_lines(out, kept)
+            previous = kept
         finished = {e.index for e in previous}
         plans = [plan for plan in plans if plan.index not in finished]
 

@@ -15,6 +15,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import orjson
 import pytest
 
 from omnienv.capture.records import TrainingRecord, read_records
@@ -202,3 +203,26 @@ def test_the_documented_eval_example_runs(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.chdir(tmp_path)
     exec(compile(code, str(DOC), "exec"), {})
     assert len(read_records(tmp_path / "wordle.records.jsonl")) == 4
+
+
+def test_a_resume_plays_failed_episodes_again_only_when_asked(tmp_path: Path) -> None:
+    out, records_path = tmp_path / "run.jsonl", tmp_path / "records.jsonl"
+    options = ("--episodes", "4", "--retries", "0", "--records", str(records_path))
+    with running(create_app(wordle_responder, faults=Faults(error_every=9))) as outage:
+        run_eval(f"{outage}/v1", out, *options, "--concurrency", "1")
+    first = {e.index: e for e in read_episodes(out)}
+    failed = {index for index, e in first.items() if e.failure is not None}
+    assert 0 < len(failed) < 4, "the outage must fail some episodes, not all"
+    with running(create_app(wordle_responder)) as url:
+        run_eval(f"{url}/v1", out, *options)  # a plain resume keeps every episode, failed or not
+        assert {e.index: e.to_dict() for e in read_episodes(out)} == {i: e.to_dict() for i, e in first.items()}
+        run_eval(f"{url}/v1", out, *options, "--retry-failures")
+    episodes = read_episodes(out)
+    assert sorted(e.index for e in episodes) == [0, 1, 2, 3], "one line per episode"
+    assert all(e.failure is None and e.success for e in episodes)
+    assert all(e.to_dict() == first[e.index].to_dict() for e in episodes if e.index not in failed)
+    records = read_records(records_path)
+    assert_matches(records, episodes)
+    assert all(r.trainable for r in records)
+    summary = orjson.loads((tmp_path / "run.summary.json").read_bytes())
+    assert summary["episodes"] == 4 and summary["failures"] == 0
