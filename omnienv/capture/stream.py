@@ -152,13 +152,13 @@ class ResponseStream:
         self.asked = asked
         self.final: dict[str, Any] | None = None
         self.tokens: Tokens | None = None
-        self.delta_logprobs: list[float] = []
+        self.delta_logprobs: list[Any] = []
         self.error: Any = None
 
     def feed(self, data: dict[str, Any]) -> dict[str, Any]:
         kind = data.get("type")
         if kind == "response.output_text.delta" and isinstance(data.get("logprobs"), list):
-            self.delta_logprobs += [float(entry["logprob"]) for entry in data["logprobs"]]
+            self.delta_logprobs += data["logprobs"]  # entries as sent: read (and checked) once complete
         if kind in ("response.output_text.delta", "response.output_text.done") and not self.asked.logprobs:
             if data.get("logprobs"):
                 data["logprobs"] = []

@@ -32,6 +32,7 @@ __all__ = [
 ]
 
 RESPONSE_LOGPROBS = "message.output_text.logprobs"
+NOT_FINITE = "no log-probabilities: the upstream sent one that is not a finite number"
 HOW = (
     "the upstream must be vLLM-compatible: chat `return_token_ids` and `logprobs`, responses "
     "`enable_response_messages` and `include: [message.output_text.logprobs]`"
@@ -100,14 +101,28 @@ def ask_responses(body: dict[str, Any], request_tokens: bool = True) -> tuple[di
     return body | {"enable_response_messages": True, "include": include}, asked
 
 
-def _chat_logprobs(choice: dict[str, Any]) -> list[float] | None:
-    """The log-probabilities, or None where one is not a finite number (``"NaN"``): written as is,
-    it would make a record no JSON reader but Python's reads."""
-    content = (choice.get("logprobs") or {}).get("content")
-    if not isinstance(content, list):
+def _logprobs(entries: Any) -> list[float] | None:
+    """The ``logprob`` of each entry, or None where one is not a finite number (``"NaN"``, a string,
+    a missing field): written as is, it would make a record no JSON reader but Python's reads."""
+    if not isinstance(entries, list):
         return None
-    values = [float(entry["logprob"]) for entry in content]
-    return values if all(math.isfinite(value) for value in values) else None
+    values = []
+    for entry in entries:
+        value = entry.get("logprob") if isinstance(entry, dict) else None
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            return None
+        try:
+            number = float(value)
+        except ValueError:
+            return None
+        if not math.isfinite(number):
+            return None
+        values.append(number)
+    return values
+
+
+def _chat_logprobs(choice: dict[str, Any]) -> list[float] | None:
+    return _logprobs((choice.get("logprobs") or {}).get("content"))
 
 
 def chat_tokens(completion: dict[str, Any]) -> Tokens:
@@ -121,14 +136,16 @@ def chat_tokens(completion: dict[str, Any]) -> Tokens:
         finish_reason=choice.get("finish_reason"),
         usage=dict(completion.get("usage") or {}),
     )
+    if tokens.logprobs is None and isinstance((choice.get("logprobs") or {}).get("content"), list):
+        tokens.notes.append(NOT_FINITE)
     if len(choices) > 1:
         tokens.notes.append(f"{len(choices)} choices: only the first is recorded")
     _check_counts(tokens)
     return tokens
 
 
-def response_tokens(response: dict[str, Any], streamed_logprobs: list[float] | None = None) -> Tokens:
-    """Token fields of a Responses API response (``streamed_logprobs``: those its deltas carried)."""
+def response_tokens(response: dict[str, Any], streamed_logprobs: list[Any] | None = None) -> Tokens:
+    """Token fields of a Responses API response (``streamed_logprobs``: the entries its deltas carried)."""
     tokens = Tokens(usage=dict(response.get("usage") or {}))
     status = response.get("status")
     tokens.finish_reason = (response.get("incomplete_details") or {}).get("reason") or status
@@ -141,17 +158,22 @@ def response_tokens(response: dict[str, Any], streamed_logprobs: list[float] | N
                 f"the response spans {len(inputs)} input and {len(outputs)} output messages (several generations "
                 "or not raw tokens): its ids are not recorded"
             )
-    found: list[float] = []
+    found: list[float] | None = []
     parts = 0
     for item in response.get("output") or ():
         for part in item.get("content") or () if item.get("type") == "message" else ():
             if part.get("type") == "output_text" and isinstance(part.get("logprobs"), list) and part["logprobs"]:
                 parts += 1
-                found += [float(entry["logprob"]) for entry in part["logprobs"]]
+                values = _logprobs(part["logprobs"])
+                found = None if found is None or values is None else found + values
     if parts:
         tokens.logprobs = found
+        if found is None:
+            tokens.notes.append(NOT_FINITE)
     elif streamed_logprobs:
-        tokens.logprobs = streamed_logprobs
+        tokens.logprobs = _logprobs(streamed_logprobs)
+        if tokens.logprobs is None:
+            tokens.notes.append(NOT_FINITE)
     elif tokens.completion is not None:
         tokens.notes.append("no log-probabilities: vLLM's Responses API gives them on output text only")
     _check_counts(tokens)

@@ -36,6 +36,25 @@ def test_a_response_of_several_generations_keeps_no_ids() -> None:
     assert incomplete.finish_reason == "max_output_tokens"
 
 
+def test_logprobs_that_are_not_finite_numbers_are_dropped_and_said_on_every_path() -> None:
+    """Written as is, NaN makes a record no JSON reader but Python's reads; a string would crash."""
+    raw = {"type": "raw_message_tokens", "message": "", "tokens": [1, 2]}
+    for bad in ("NaN", float("inf"), "abc", None, True, [1]):
+        entries = [{"logprob": -0.1}, {"logprob": bad}]
+        chat = chat_tokens(
+            {"prompt_token_ids": [1], "choices": [{"token_ids": [3, 4], "logprobs": {"content": entries}}]}
+        )
+        part = {"type": "output_text", "text": "hi", "logprobs": entries}
+        response = {"input_messages": [raw], "output_messages": [raw]}
+        parts = response_tokens({**response, "output": [{"type": "message", "content": [part]}]})
+        streamed = response_tokens(response, entries)
+        for tokens in (chat, parts, streamed):
+            assert tokens.logprobs is None, bad
+            assert "not a finite number" in (tokens.missing() or ""), bad
+    fine = response_tokens({"input_messages": [raw], "output_messages": [raw]}, [{"logprob": -0.5}, {"logprob": "-1"}])
+    assert fine.logprobs == [-0.5, -1.0] and fine.missing() is None
+
+
 def test_stripping_leaves_what_the_harness_asked_for() -> None:
     def answer() -> dict[str, object]:
         return {"prompt_token_ids": [1], "choices": [{"token_ids": [2], "logprobs": {"content": []}}]}
