@@ -45,6 +45,8 @@ __all__ = ["CONTENT_SECURITY_POLICY", "MAX_LINE_BYTES", "TrajectoryIndex", "crea
 MAX_LINE_BYTES = 256 * 2**20
 """A longer line is skipped and reported, never read whole: a multi-gigabyte line (a JSON array
 instead of JSONL, say) would otherwise be held in memory at once."""
+KEPT_PROBLEMS = 100
+"""Problems kept for the report (the page shows the first 50); the rest are only counted."""
 _CHUNK = 2**20
 _MAX_MESSAGE = 2000
 _INDEX = re.compile(r"[0-9]{1,9}")
@@ -123,6 +125,8 @@ class TrajectoryIndex:
     summaries: list[dict[str, Any]] = field(default_factory=list)
     train_steps: list[dict[str, Any]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    """The first :data:`KEPT_PROBLEMS` problems (a file of junk would otherwise fill the memory with them)."""
+    problem_count: int = 0
     _end: int = 0
     _scanned: int = 0
     _lines: int = 0
@@ -137,7 +141,7 @@ class TrajectoryIndex:
                 self.summaries.clear()
                 self.train_steps.clear()
                 self.problems.clear()
-                self._end = self._scanned = self._lines = 0
+                self._end = self._scanned = self._lines = self.problem_count = 0
             if size == self._scanned:
                 return
             with self.path.open("rb") as handle:
@@ -164,7 +168,7 @@ class TrajectoryIndex:
         a line holds can raise out of here: it would stop ``omnienv view`` from starting, or make
         the request that met it fail and the line vanish unreported."""
         if raw is None:
-            self.problems.append(f"line {self._lines}: longer than {self.max_line:,} bytes, skipped")
+            self._problem(f"longer than {self.max_line:,} bytes, skipped")
             return
         if not raw.strip():
             return
@@ -174,12 +178,17 @@ class TrajectoryIndex:
             if kind == TRAIN_STEP:
                 self.train_steps.append(training_row(record))
             elif isinstance(kind, str) and "steps" not in record:
-                self.problems.append(f"line {self._lines}: a {text(kind, 40)!r} record, not an episode")
+                self._problem(f"a {text(kind, 40)!r} record, not an episode")
             else:
                 self.summaries.append(summarize_record(record, len(self.spans), self._lines))
                 self.spans.append((start, length))
         except _EXCEPTIONS as exc:
-            self.problems.append(f"line {self._lines}: not an episode record ({text(str(exc))})")
+            self._problem(f"not an episode record ({text(str(exc))})")
+
+    def _problem(self, what: str) -> None:
+        self.problem_count += 1
+        if len(self.problems) < KEPT_PROBLEMS:
+            self.problems.append(f"line {self._lines}: {what}")
 
     def pending(self) -> str | None:
         """The last line, when it has no newline yet (a rollout still writing it): not read until it
@@ -299,7 +308,7 @@ def create_viewer_app(
 
     async def summary(request: Request) -> Response:
         index.refresh()
-        skipped = len(index.problems) + (index.pending() is not None)
+        skipped = index.problem_count + (index.pending() is not None)
         listing = {"path": source.name, "skipped": skipped, "problems": index.report(3)}
         return _json({**index.summary(), **listing})
 

@@ -21,7 +21,7 @@ from omnienv.ui.file_summary import (
     thin,
     turns_histogram,
 )
-from omnienv.ui.viewer import TrajectoryIndex
+from omnienv.ui.viewer import KEPT_PROBLEMS, TrajectoryIndex
 from tests.ui.viewing import HOSTILE_REASON, HOSTILE_TASK, write_eval_file, write_train_log
 
 
@@ -164,3 +164,12 @@ def test_the_index_tells_a_training_log_from_episodes(tmp_path: Path, eval_file:
     both = TrajectoryIndex(mixed)
     both.refresh()
     assert both.kind == "trajectories" and len(both.summaries) == 1 and len(both.train_steps) == 1
+
+
+def test_a_file_of_junk_keeps_the_first_problems_and_counts_the_rest(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.jsonl"
+    junk.write_bytes(b"not json\n" * 50_000)
+    index = TrajectoryIndex(junk)
+    index.refresh()
+    assert index.problem_count == 50_000 and len(index.problems) == KEPT_PROBLEMS
+    assert index.problems[-1].startswith(f"line {KEPT_PROBLEMS}: ")
