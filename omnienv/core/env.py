@@ -291,7 +291,10 @@ class Environment(EnvironmentBase):
             output = exc
         except Exception as exc:
             return self._fail(episode, f"tool '{call.name}'", exc)
-        result = record_step(episode, output, self.max_turns)
+        try:
+            result = record_step(episode, output, self.max_turns)
+        except Exception as exc:  # what the tool returned cannot be a result (a reward of NaN)
+            return self._fail(episode, f"tool '{call.name}'", exc)
         return self._score(episode, result) if result.done or result.truncated else result
 
     def end(self) -> StepResult:
@@ -360,7 +363,10 @@ class AsyncEnvironment(EnvironmentBase):
             output = exc
         except Exception as exc:
             return self._fail(episode, f"tool '{call.name}'", exc)
-        result = record_step(episode, output, self.max_turns)
+        try:
+            result = record_step(episode, output, self.max_turns)
+        except Exception as exc:  # what the tool returned cannot be a result (a reward of NaN)
+            return self._fail(episode, f"tool '{call.name}'", exc)
         return await self._score(episode, result) if result.done or result.truncated else result
 
     async def end(self) -> StepResult:

@@ -12,14 +12,14 @@ missing here.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TypeAlias
+from typing import NoReturn, TypeAlias
 
 from omnienv.core.content import Block, TextBlock, as_blocks
-from omnienv.core.errors import ActionError, AgentCausedEnd
+from omnienv.core.errors import ActionError, AgentCausedEnd, EnvironmentFailure
 from omnienv.core.ledger import EpisodeLedger
 from omnienv.core.types import Observation, StepResult, ToolResult
 
-__all__ = ["ERROR_CHARS", "ToolOutput", "bounded_error", "record_step"]
+__all__ = ["ERROR_CHARS", "ToolOutput", "bounded_error", "raise_bad_reward", "record_step"]
 
 ToolOutput: TypeAlias = "str | Block | Iterable[str | Block] | ToolResult"
 
@@ -42,8 +42,11 @@ def record_step(
     episode: EpisodeLedger, output: ToolOutput | ActionError | AgentCausedEnd, max_turns: int | None
 ) -> StepResult:
     """This step's result, accounted in ``episode``; ``truncated`` when it is turn ``max_turns``
-    and did not end the episode by its rules."""
+    and did not end the episode by its rules. A reward that is not a finite number raises
+    :class:`EnvironmentFailure` before anything is accounted."""
     if type(output) is ToolResult:
+        if output.reward - output.reward:  # NaN or an infinity: x - x is 0 for every finite number
+            raise_bad_reward(output.reward)
         observation: Observation = _new(Observation)
         observation.content = output.content
         observation.is_error = False
@@ -61,8 +64,17 @@ def record_step(
     return episode.record(result)
 
 
+def raise_bad_reward(reward: object, source: str = "the tool") -> NoReturn:
+    """Refuse a reward that is not a finite number: NaN or an infinity would be summed, averaged
+    and trained on (written as ``null`` in results files), so the environment is at fault and the
+    step is flagged as its failure, never scored."""
+    raise EnvironmentFailure(f"{source} returned a reward that is not a finite number: {reward!r:.100}")
+
+
 def _result_of(output: ToolOutput | ActionError | AgentCausedEnd) -> StepResult:
     if isinstance(output, ToolResult):
+        if output.reward - output.reward:
+            raise_bad_reward(output.reward)
         return StepResult(Observation(output.content), output.reward, output.done, False, output.info)
     if type(output) is str:
         return StepResult(Observation((TextBlock(output),)), 0.0, False, False, {})

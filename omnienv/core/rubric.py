@@ -8,6 +8,7 @@ of a reward moved.
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
@@ -48,7 +49,7 @@ class Rubric:
         parts: dict[str, float] = {}
         total = 0.0
         for name, fn, weight in self.functions:
-            value = parts[name] = float(fn(env))  # type: ignore[arg-type]
+            value = parts[name] = _finite(name, fn(env))
             total += value * weight
         return RubricScore(total, parts)
 
@@ -57,6 +58,15 @@ class Rubric:
         total = 0.0
         for name, fn, weight in self.functions:
             value = fn(env)
-            value = parts[name] = float(await value if inspect.isawaitable(value) else value)
+            value = parts[name] = _finite(name, await value if inspect.isawaitable(value) else value)
             total += value * weight
         return RubricScore(total, parts)
+
+
+def _finite(name: str, value: Any) -> float:
+    """A reward function's value as a float; NaN or an infinity is refused (the environment then
+    fails the episode instead of scoring it with a number that poisons every mean it enters)."""
+    number = float(value)
+    if not math.isfinite(number):
+        raise ValueError(f"reward function '{name}' returned {value!r:.100}, not a finite number")
+    return number

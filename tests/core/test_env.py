@@ -171,6 +171,52 @@ def test_rubric_crash_is_a_failure() -> None:
     assert result.failure is not None and "rubric raised ValueError" in result.failure.message
 
 
+@pytest.mark.parametrize("reward", [float("nan"), float("inf"), -float("inf"), "1"])
+def test_a_reward_that_is_not_a_finite_number_is_the_environments_failure(reward: object) -> None:
+    class Poisoned(Counter):
+        @tool
+        def score(self) -> ToolResult:
+            """Return a broken reward."""
+            return ToolResult.of("scored", reward=reward)  # type: ignore[arg-type]
+
+    class PoisonedAsync(AsyncCounter):
+        @tool
+        async def score(self) -> ToolResult:
+            """Return a broken reward."""
+            return ToolResult.of("scored", reward=reward)  # type: ignore[arg-type]
+
+    env = Poisoned()
+    env.reset(task="train/0")
+    result = env.step(ToolCall("score"))
+    assert result.failure is not None and result.over and result.reward == 0.0
+    assert env.episode_reward == 0.0 and env.state().reward is None
+    if isinstance(reward, float):
+        assert "not a finite number" in result.failure.message
+
+    async def main() -> None:
+        env = PoisonedAsync()
+        await env.reset()
+        result = await env.step(ToolCall("score"))
+        assert result.failure is not None and result.over and (await env.state()).reward is None
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf")])
+def test_a_rubric_that_is_not_a_finite_number_is_a_failure(value: float) -> None:
+    def poisoned(env: object) -> float:
+        return value
+
+    class Poisoned(Counter):
+        rubric = Rubric(poisoned)
+
+    env = Poisoned()
+    env.reset(task="train/2")
+    result = env.step(ToolCall("inc"))
+    assert result.failure is not None and "returned" in result.failure.message
+    assert "not a finite number" in result.failure.message and env.state().reward is None
+
+
 def test_setup_crash_raises_environment_failure() -> None:
     class NoSetup(Counter):
         def setup(self, task: Task | None, rng: random.Random) -> str:
