@@ -4,6 +4,10 @@ Foreign libraries generate episodes from a seed, so a catalog task is a seed: ``
 seeds ``0..N-1`` and ``test`` a disjoint range far above it, the same on every machine and in
 every dialect. Task ids (``train/00042``) never change while the split sizes stay the same.
 
+A foreign reward is read through :func:`foreign_reward`: a library or server that hands back NaN, an
+infinity, a string or a boolean has broken, and its episode is flagged rather than scored with a
+number nobody meant.
+
 A foreign step can say "truncated" (Gymnasium's TimeLimit, GEM's turn budget) while the contract's
 tools can only say ``done``; :meth:`ForeignEnvironment.truncate` records it, and ``step`` copies
 it onto the result and the episode ledger, so truncation reaches every dialect as truncation.
@@ -11,13 +15,16 @@ it onto the result and the episode ledger, so truncation reaches every dialect a
 
 from __future__ import annotations
 
+import math
+import numbers
 import re
 from typing import Any, ClassVar
 
 from omnienv.catalog.manifest import CatalogEntry
 from omnienv.core import Environment, StepResult, Task, ToolCall
+from omnienv.core.results import raise_bad_reward
 
-__all__ = ["SPLIT_BASES", "ForeignEnvironment", "class_name", "seed_tasks"]
+__all__ = ["SPLIT_BASES", "ForeignEnvironment", "class_name", "foreign_reward", "seed_tasks"]
 
 SPLIT_BASES = {"train": 0, "test": 1_000_000}
 """The first seed of each split; test seeds start far above any train split's size."""
@@ -28,6 +35,27 @@ def seed_tasks(split: str, size: int) -> list[Task]:
     """``size`` tasks of ``split``, one seed each, from the split's base seed up."""
     base = SPLIT_BASES[split]
     return [Task(f"{split}/{i:05d}", split, {"seed": base + i}) for i in range(size)]
+
+
+def foreign_reward(value: Any, source: str, *, booleans: bool = False) -> float:
+    """``value``, a reward ``source`` gave, as a finite float (``None``: no reward, 0; a boolean
+    only where the source's contract allows one, as OpenEnv's does: 1 or 0).
+
+    Raises :class:`EnvironmentFailure` for anything else (NaN, an infinity, ``1e400``, a string, a
+    list, a boolean): the foreign side broke its own contract, so the step is flagged, never scored.
+    """
+    if value is None:
+        return 0.0
+    if booleans and isinstance(value, bool):
+        return float(value)
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):  # numpy's numbers too
+        try:
+            reward = float(value)
+        except OverflowError:  # an int past a float's range: not a reward either
+            reward = math.inf
+        if math.isfinite(reward):
+            return reward
+    raise_bad_reward(value, source)
 
 
 def class_name(catalog_name: str) -> str:

@@ -21,9 +21,17 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from omnienv.catalog._foreign import DEFAULT_SPLITS, seed_tasks
-from omnienv.catalog._schema_tool import schema_tool
-from omnienv.core import Environment, Task, ToolError, ToolResult, ToolSpec
+from omnienv.catalog._foreign import DEFAULT_SPLITS, foreign_reward, seed_tasks
+from omnienv.catalog._schema_tool import add_tool, schema_tool
+from omnienv.core import (
+    Environment,
+    EnvironmentDefinitionError,
+    EnvironmentFailure,
+    Task,
+    ToolError,
+    ToolResult,
+    ToolSpec,
+)
 
 __all__ = ["OpenEnvBase", "Payload", "render", "schema_tool", "tool_specs"]
 
@@ -79,6 +87,14 @@ def render(fields: Mapping[str, Any]) -> tuple[str, str | None]:
     return "\n".join(f"{k}: {_text(v)}" for k, v in shown.items()), error_text
 
 
+def _fields(payload: Payload, kind: str) -> Mapping[str, Any]:
+    """The observation's fields; an observation that is no JSON object is the environment's failure."""
+    fields = payload.get("observation") or {}
+    if not isinstance(fields, Mapping):
+        raise EnvironmentFailure(f"the OpenEnv {kind}'s observation is not an object: {fields!r:.100}")
+    return fields
+
+
 class OpenEnvBase(Environment):
     """An OpenEnv environment behind omnienv's contract; subclasses say how to reach it.
 
@@ -111,13 +127,19 @@ class OpenEnvBase(Environment):
     def setup(self, task: Task | None, rng: random.Random) -> str:
         self.open_backend()
         seed = int(task.data["seed"]) if task is not None else rng.randrange(2**31)
-        text, error = render(self.send_reset(seed).get("observation") or {})
+        text, error = render(_fields(self.send_reset(seed), "reset"))
         return text or error or f"{self.description or self.name}: the episode has started."
 
     def outcome(self, payload: Payload) -> ToolResult:
-        """The step's result as omnienv reads it; an error the agent caused becomes a ToolError."""
-        reward, done = float(payload.get("reward") or 0.0), bool(payload.get("done"))
-        text, error = render(payload.get("observation") or {})
+        """The step's result as omnienv reads it; an error the agent caused becomes a ToolError, a
+        payload outside OpenEnv's shape (a reward that is no finite number, ``done`` that is not a
+        boolean) is the environment's failure."""
+        reward = foreign_reward(payload.get("reward"), "the OpenEnv step", booleans=True)  # bool|int|float|None
+        done = payload.get("done", False)
+        if not isinstance(done, bool | None):
+            raise EnvironmentFailure(f"the OpenEnv step's 'done' is not true or false: {done!r:.100}")
+        done = bool(done)
+        text, error = render(_fields(payload, "step"))
         if error is not None and not done and not reward:
             raise ToolError(error if not text or text == error else f"{error}\n{text}")
         return ToolResult.of(text or error or "(no output)", reward=reward, done=done)
@@ -128,15 +150,19 @@ def tool_specs(
 ) -> dict[str, ToolSpec]:
     """The omnienv tools: one per MCP tool, else ``act`` with the Action's fields (``metadata`` aside)."""
     if mcp_tools is not None:
-        specs = {}
+        specs: dict[str, ToolSpec] = {}
         for item in mcp_tools:
-            name = str(item["name"])
+            name = item.get("name") if isinstance(item, Mapping) else None
+            if not isinstance(name, str):
+                raise EnvironmentDefinitionError(f"the OpenEnv environment lists a tool without a name: {item!r:.100}")
             schema = item.get("input_schema") or item.get("inputSchema") or {"type": "object", "properties": {}}
 
             def call(env: OpenEnvBase, arguments: dict[str, Any], _name: str = name) -> ToolResult:
                 return env.outcome(env.send_step({"type": "call_tool", "tool_name": _name, "arguments": arguments}))
 
-            specs[name] = schema_tool(name, str(item.get("description") or ""), schema, call)
+            add_tool(
+                specs, schema_tool(name, str(item.get("description") or ""), schema, call), "the OpenEnv environment"
+            )
         return specs
     schema = copy.deepcopy(dict(action_schema or {}))
     schema.get("properties", {}).pop("metadata", None)

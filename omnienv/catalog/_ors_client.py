@@ -18,17 +18,21 @@ ran, so the request is sent again (the server itself holds each one up to 25 s) 
 Every other failure (unreachable, a 5xx, a 4xx about the session, a reply of the wrong shape, an
 ``error`` event) is :class:`OrsServerError`: infrastructure's, never the agent's. A ``/call`` is
 never sent twice, so a tool never runs twice.
+
+Every reply is bounded (:mod:`omnienv.catalog._wire`): at most ``MAX_REPLY_BYTES`` read, within a
+deadline for the whole reply (a server that trickles a byte a second never times out between two
+bytes), redirects not followed; messages name the server without the credentials its URL may hold.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 
+from omnienv.catalog import _wire
 from omnienv.core import EnvironmentFailure
 
 __all__ = ["OrsConnection", "OrsServerError", "SessionClient"]
@@ -39,22 +43,57 @@ READ_TIMEOUT_S = 120.0
 STARTING_DEADLINE_S = 600.0
 """How long a session may stay "starting" (its environment's ``setup()``) before it is a failure."""
 MAX_RETRY_AFTER_S = 5.0
+REPLY_DEADLINE_S = 120.0
+"""The most a whole JSON reply (discovery, a session's set-up) may take once it is sent."""
+CALL_DEADLINE_S = 900.0
+"""The most a whole event stream (one tool call, pings included) may take."""
+DETAIL_CHARS = 500
 
 
 class OrsServerError(EnvironmentFailure):
     """The ORS server could not be reached, failed, or answered outside the protocol."""
 
 
-def _detail(response: httpx.Response) -> str:
-    """FastAPI's ``{"detail": ...}`` (what ORS servers send with an error), else the body."""
-    text = response.text
+def _detail(body: bytes) -> str:
+    """FastAPI's ``{"detail": ...}`` (what ORS servers send with an error), else the body's start."""
     try:
-        body = json.loads(text)
-    except ValueError:
-        return text[:500]
-    if isinstance(body, dict) and "detail" in body:
-        return str(body["detail"])[:500]
-    return text[:500]
+        parsed = _wire.decode(body, "", OrsServerError)
+    except OrsServerError:
+        parsed = None
+    if isinstance(parsed, dict) and "detail" in parsed:
+        return str(parsed["detail"])[:DETAIL_CHARS]
+    return body[:DETAIL_CHARS].decode("utf-8", "replace")
+
+
+def _chunks(response: httpx.Response, what: str, deadline: float) -> Iterator[bytes]:
+    """The reply's bytes as they come, ended by ``OrsServerError`` past ``MAX_REPLY_BYTES`` or the
+    deadline (checked at each chunk; a silent server is cut by the read timeout between them)."""
+    size = 0
+    for chunk in response.iter_raw():
+        size += len(chunk)
+        if size > _wire.MAX_REPLY_BYTES:
+            raise _wire.too_large(what, OrsServerError)
+        if time.monotonic() > deadline:
+            raise OrsServerError(f"{what}: the reply did not end in time (still coming after {size:,} bytes)")
+        yield chunk
+
+
+def _lines(chunks: Iterator[bytes]) -> Iterator[str]:
+    """The text lines of ``chunks`` (an event stream: UTF-8, lines ended by LF, CRLF or CR, a CRLF
+    possibly split between two chunks); a long line is joined once, not copied at every chunk."""
+    pieces: list[bytes] = []
+    after_cr = False
+    for chunk in chunks:
+        if after_cr and chunk.startswith(b"\n"):
+            chunk = chunk[1:]  # the LF of a CRLF whose CR ended the last chunk
+        after_cr = chunk.endswith(b"\r")
+        *ended, rest = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
+        for part in ended:
+            yield b"".join([*pieces, part]).decode("utf-8", "replace")
+            pieces = []
+        pieces.append(rest)
+    if any(pieces):
+        yield b"".join(pieces).decode("utf-8", "replace")
 
 
 def _starting(response: httpx.Response, deadline: float) -> bool:
@@ -99,56 +138,72 @@ class OrsConnection:
     """One HTTP connection pool to an ORS server, with the server's error rules applied."""
 
     def __init__(self, base_url: str) -> None:
-        self.base_url = base_url
+        self._url = base_url
+        self.base_url = _wire.public(base_url)
+        """The server as messages name it (no credentials)."""
         timeout = httpx.Timeout(READ_TIMEOUT_S, connect=CONNECT_TIMEOUT_S)
-        self.http = httpx.Client(base_url=base_url, timeout=timeout, trust_env=False)
+        # identity: the bytes counted are the bytes kept (a compressed reply could inflate a thousandfold)
+        self.http = httpx.Client(
+            base_url=base_url,
+            timeout=timeout,
+            trust_env=False,
+            follow_redirects=False,
+            headers={"Accept-Encoding": "identity"},
+        )
 
     def close(self) -> None:
         self.http.close()
 
-    def _send(self, method: str, path: str, body: Any, headers: dict[str, str]) -> httpx.Response:
-        try:
-            return self.http.request(method, path, json=body, headers=headers)
-        except httpx.HTTPError as exc:
-            raise OrsServerError(f"{method} {path} on the ORS server at {self.base_url} failed: {exc!r}") from exc
+    def _failed(self, method: str, path: str, exc: httpx.HTTPError) -> OrsServerError:
+        return OrsServerError(
+            f"{method} {path} on the ORS server at {self.base_url} failed: {type(exc).__name__}: "
+            f"{_wire.redacted(str(exc), self._url)[:DETAIL_CHARS]}"
+        )
 
-    def _check(self, method: str, path: str, response: httpx.Response) -> None:
+    def _send(self, method: str, path: str, body: Any, headers: dict[str, str]) -> tuple[httpx.Response, bytes]:
+        """The response and its whole (bounded) body."""
+        what = f"{method} {path} on the ORS server at {self.base_url}"
+        try:
+            with self.http.stream(method, path, json=body, headers=headers) as response:
+                data = b"".join(_chunks(response, what, time.monotonic() + REPLY_DEADLINE_S))
+        except httpx.HTTPError as exc:
+            raise self._failed(method, path, exc) from exc
+        return response, data
+
+    def _check(self, method: str, path: str, response: httpx.Response, body: bytes) -> None:
         if response.is_success:
             return
         raise OrsServerError(
-            f"the ORS server at {self.base_url} answered {method} {path} with {response.status_code}: "
-            f"{_detail(response)}"
+            f"the ORS server at {self.base_url} answered {method} {path} with {response.status_code}: {_detail(body)}"
         )
 
     def json(self, method: str, path: str, body: Any = None, sid: str | None = None, *, wait: bool = False) -> Any:
         """The JSON reply; ``wait`` sends again while the session is starting (nothing ran)."""
         headers = {"X-Session-ID": sid} if sid else {}
         deadline = time.monotonic() + STARTING_DEADLINE_S
-        response = self._send(method, path, body, headers)
+        response, data = self._send(method, path, body, headers)
         while wait and _starting(response, deadline):
-            response = self._send(method, path, body, headers)
-        self._check(method, path, response)
-        try:
-            return response.json()
-        except ValueError as exc:
-            raise OrsServerError(f"{method} {path}: the ORS server's reply is not JSON: {response.text[:200]}") from exc
+            response, data = self._send(method, path, body, headers)
+        self._check(method, path, response, data)
+        return _wire.decode(data, f"{method} {path} on the ORS server at {self.base_url}", OrsServerError)
 
     def stream(self, path: str, body: Any, sid: str | None = None) -> dict[str, Any] | str:
         """POST ``path`` and read its SSE reply: the ``end`` event's JSON, or the ``task_id``
         event's data when the stream ends with an empty ``end`` (``/create_session``)."""
         headers = {"Accept": "text/event-stream", **({"X-Session-ID": sid} if sid else {})}
         deadline = time.monotonic() + STARTING_DEADLINE_S
+        what = f"POST {path} on the ORS server at {self.base_url}"
         while True:
             try:
                 with self.http.stream("POST", path, json=body, headers=headers) as response:
                     if _starting(response, deadline):
                         continue  # the server never reached the environment: nothing ran
+                    chunks = _chunks(response, what, time.monotonic() + CALL_DEADLINE_S)
                     if not response.is_success:
-                        response.read()
-                        self._check("POST", path, response)
-                    return self._read_events(path, _sse_events(response.iter_lines()))
+                        self._check("POST", path, response, b"".join(chunks))
+                    return self._read_events(path, _sse_events(_lines(chunks)))
             except httpx.HTTPError as exc:
-                raise OrsServerError(f"POST {path} on the ORS server at {self.base_url} failed: {exc!r}") from exc
+                raise self._failed("POST", path, exc) from exc
 
     def _read_events(self, path: str, events: Iterator[tuple[str, str]]) -> dict[str, Any] | str:
         task_id, chunks = "", []
@@ -158,18 +213,15 @@ class OrsConnection:
             elif event == "chunk":
                 chunks.append(data)
             elif event == "error":
-                raise OrsServerError(f"the ORS server reported an error during POST {path}: {data}")
+                raise OrsServerError(f"the ORS server reported an error during POST {path}: {data[:DETAIL_CHARS]}")
             elif event == "end":
                 chunks.append(data)
                 text = "".join(chunks)
                 if not text:
                     return task_id
-                try:
-                    reply = json.loads(text)
-                except ValueError as exc:
-                    raise OrsServerError(f"POST {path}: the final event is not JSON: {text[:200]}") from exc
+                reply = _wire.decode(text, f"POST {path}: the final event", OrsServerError)
                 if not isinstance(reply, dict):
-                    raise OrsServerError(f"POST {path}: expected a JSON object, got {text[:200]}")
+                    raise OrsServerError(f"POST {path}: expected a JSON object, got {text[:200]!r}")
                 return reply
         raise OrsServerError(f"POST {path}: the ORS server's event stream ended before its result")
 

@@ -6,6 +6,12 @@ signature. :func:`schema_tool` turns one into an omnienv tool: arguments are che
 schema itself (an unknown argument is named in the error the agent reads), optional arguments the
 agent leaves out are dropped rather than sent as null, and the tool function carries a real
 signature so dialects that read Python signatures (TRL, Verifiers) see typed parameters.
+
+A foreign definition is checked when the class is made, not at the agent's first call: a tool
+name model APIs reject (the checker's rule, :data:`~omnienv.core.checker.TOOL_NAME`), a schema that
+is not a valid JSON Schema, or two tools of one name (:func:`add_tool`) is an
+:class:`~omnienv.core.EnvironmentDefinitionError` naming the tool and the fix; left for later, it
+would fail every episode's step as the environment's failure.
 """
 
 from __future__ import annotations
@@ -19,9 +25,10 @@ from typing import Any, ClassVar
 import jsonschema
 from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
-from omnienv.core import ToolSpec
+from omnienv.core import EnvironmentDefinitionError, ToolSpec
+from omnienv.core.checker import TOOL_NAME
 
-__all__ = ["ABSENT", "EMPTY_SCHEMA", "schema_tool"]
+__all__ = ["ABSENT", "EMPTY_SCHEMA", "add_tool", "schema_tool"]
 
 EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 """The arguments of a tool that takes none (ORS sends ``input_schema: null`` for those)."""
@@ -70,6 +77,37 @@ def _hint(prop: Mapping[str, Any]) -> Any:
     return _JSON_TYPES.get(kind, Any) if isinstance(kind, str) else Any
 
 
+def _checked(name: str, schema: Any) -> dict[str, Any]:
+    """``schema`` as the tool's parameters, or the error naming what to fix in the definition."""
+    if not isinstance(name, str) or not TOOL_NAME.match(name):
+        raise EnvironmentDefinitionError(
+            f"tool name {name!r:.80} must match {TOOL_NAME.pattern} (model APIs reject it): rename the tool"
+        )
+    if schema is None:
+        schema = EMPTY_SCHEMA
+    if not isinstance(schema, Mapping):
+        raise EnvironmentDefinitionError(f"tool '{name}': its input schema must be a JSON object, got {schema!r:.80}")
+    parameters = {k: copy.deepcopy(v) for k, v in schema.items() if k not in ("title", "$schema")}
+    parameters["type"] = "object"
+    parameters.setdefault("properties", {})
+    try:
+        jsonschema.Draft202012Validator.check_schema(parameters)
+    except jsonschema.exceptions.SchemaError as exc:
+        where = "/".join(str(part) for part in exc.absolute_path) or "(top level)"
+        raise EnvironmentDefinitionError(
+            f"tool '{name}': its input schema is not a valid JSON Schema at {where}: {exc.message[:200]}; fix the "
+            "tool's schema"
+        ) from None
+    return parameters
+
+
+def add_tool(specs: dict[str, ToolSpec], spec: ToolSpec, where: str) -> None:
+    """Add ``spec`` to ``specs``; a second tool of the same name would silently replace the first."""
+    if spec.name in specs:
+        raise EnvironmentDefinitionError(f"{where} defines two tools named '{spec.name}': rename one of them")
+    specs[spec.name] = spec
+
+
 def schema_tool(
     name: str,
     description: str,
@@ -79,10 +117,10 @@ def schema_tool(
     is_async: bool = False,
 ) -> ToolSpec:
     """A tool named ``name`` whose arguments follow ``schema``; a call runs ``handler(env, arguments)``
-    (a coroutine function when ``is_async``, for async environments)."""
-    parameters = {k: copy.deepcopy(v) for k, v in (schema or EMPTY_SCHEMA).items() if k not in ("title", "$schema")}
-    parameters["type"] = "object"
-    properties: dict[str, Any] = parameters.setdefault("properties", {})
+    (a coroutine function when ``is_async``, for async environments). Raises
+    :class:`EnvironmentDefinitionError` for a name or schema no model API would take."""
+    parameters = _checked(name, schema)
+    properties: dict[str, Any] = parameters["properties"]
     for prop in properties.values():
         if isinstance(prop, dict):
             prop.pop("title", None)

@@ -45,7 +45,8 @@ from verifiers.clients import Client
 from verifiers.types import AssistantMessage, Response, ResponseMessage
 from verifiers.types import ToolCall as VfToolCall
 
-from omnienv.catalog._schema_tool import schema_tool
+from omnienv.catalog._foreign import foreign_reward
+from omnienv.catalog._schema_tool import add_tool, schema_tool
 from omnienv.catalog._verifiers_messages import after_last_reply, blocks
 from omnienv.core import AsyncEnvironment, Block, EnvironmentFailure, Rubric, Task, TextBlock, ToolResult, ToolSpec
 
@@ -280,7 +281,7 @@ class ClassicVerifiersEnv(AsyncEnvironment):
         if raised:
             raise EnvironmentFailure(f"the rubric's reward functions raised: {'; '.join(raised)}")
         await self.vf_env.rubric.cleanup(rollout.state)
-        return float(rollout.state["reward"])
+        return foreign_reward(rollout.state["reward"], "the verifiers rubric")
 
     def state_fields(self) -> dict[str, Any]:
         """The rubric's per-function scores once the rollout is scored (verifiers' ``metrics``)."""
@@ -308,7 +309,8 @@ def _tool_specs(vf_env: Any, reply_tool: str, final: bool) -> dict[str, ToolSpec
             message = AssistantMessage(tool_calls=[VfToolCall(id=call_id, name=_name, arguments=json.dumps(arguments))])
             return await env.act(message)
 
-        specs[name] = schema_tool(name, str(tool.description or ""), dict(tool.parameters), call, is_async=True)
+        spec = schema_tool(name, str(tool.description or ""), dict(tool.parameters), call, is_async=True)
+        add_tool(specs, spec, "the verifiers environment's tool_defs")
 
     async def say(env: ClassicVerifiersEnv, arguments: dict[str, Any]) -> ToolResult:
         return await env.act(AssistantMessage(content=str(arguments["text"])))
@@ -322,7 +324,7 @@ def _tool_specs(vf_env: Any, reply_tool: str, final: bool) -> dict[str, ToolSpec
         "properties": {"text": {"type": "string", "description": "The message."}},
         "required": ["text"],
     }
-    specs[reply_tool] = schema_tool(reply_tool, description, schema, say, is_async=True)
+    add_tool(specs, schema_tool(reply_tool, description, schema, say, is_async=True), "the verifiers environment")
     return specs
 
 

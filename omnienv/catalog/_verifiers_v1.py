@@ -50,7 +50,8 @@ from verifiers.v1.types import AssistantMessage, SystemMessage, ToolCall, ToolMe
 from verifiers.v1.utils.decorators import invoke
 from verifiers.v1.utils.generic import concrete_type
 
-from omnienv.catalog._schema_tool import schema_tool
+from omnienv.catalog._foreign import foreign_reward
+from omnienv.catalog._schema_tool import add_tool, schema_tool
 from omnienv.catalog._verifiers_messages import blocks, text_of
 from omnienv.core import (
     AsyncEnvironment,
@@ -232,7 +233,7 @@ class V1VerifiersEnv(AsyncEnvironment):
             self._trace.stop("cut")  # first condition wins: an answered or stopped trace keeps its own
             await self._task.finalize(self._trace, None)
             await self._task.score(self._trace)
-        return float(self._trace.reward)
+        return foreign_reward(self._trace.reward, "the verifiers task's scoring")
 
     def state_fields(self) -> dict[str, Any]:
         """Why the trace stopped, and once scored the task's ``@vf.metric`` values."""
@@ -284,7 +285,8 @@ def _tool_specs(cls: type[V1VerifiersEnv], listed: list[tuple[int, str, Any]]) -
             return await env.call(_name, arguments)
 
         routes[name] = (position, str(tool.name))
-        specs[name] = schema_tool(name, (tool.description or "").strip(), tool.input_schema, call, is_async=True)
+        spec = schema_tool(name, (tool.description or "").strip(), tool.input_schema, call, is_async=True)
+        add_tool(specs, spec, "the verifiers taskset")
 
     async def answer(env: V1VerifiersEnv, arguments: dict[str, Any]) -> ToolResult:
         return await env.reply(str(arguments["text"]))

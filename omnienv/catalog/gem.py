@@ -17,7 +17,7 @@ import random
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from omnienv.catalog._foreign import DEFAULT_SPLITS, ForeignEnvironment, make_class
+from omnienv.catalog._foreign import DEFAULT_SPLITS, ForeignEnvironment, foreign_reward, make_class
 from omnienv.catalog.manifest import CatalogEntry
 from omnienv.core import Task, ToolCall, ToolResult, tool
 
@@ -56,7 +56,7 @@ class GemEnvironment(ForeignEnvironment):
         observation, reward, terminated, truncated, _ = self._gem.step(action)
         if truncated and not terminated:
             self.truncate()
-        return ToolResult.of(str(observation), reward=float(reward), done=bool(terminated))
+        return ToolResult.of(str(observation), reward=foreign_reward(reward, "GEM's step"), done=bool(terminated))
 
     def teardown(self) -> None:
         if self._gem is not None:

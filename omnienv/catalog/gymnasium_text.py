@@ -16,7 +16,7 @@ import random
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
-from omnienv.catalog._foreign import DEFAULT_SPLITS, ForeignEnvironment, make_class
+from omnienv.catalog._foreign import DEFAULT_SPLITS, ForeignEnvironment, foreign_reward, make_class
 from omnienv.catalog.manifest import CatalogEntry
 from omnienv.core import Task, ToolResult, tool
 
@@ -49,7 +49,8 @@ class ToyText(ForeignEnvironment):
 
     def act(self, action: int, what: str) -> ToolResult:
         """Take Gymnasium action ``action``; ``what`` says in words what the agent did."""
-        self._obs, reward, terminated, truncated, _ = self._gym.step(action)
+        self._obs, raw_reward, terminated, truncated, _ = self._gym.step(action)
+        reward = foreign_reward(raw_reward, "Gymnasium's step")
         if truncated and not terminated:
             self.truncate()
         ending = ""
@@ -57,8 +58,8 @@ class ToyText(ForeignEnvironment):
             ending = "\nThe episode is over."
         elif truncated:
             ending = "\nOut of time: the episode was cut short."
-        text = f"{what} Reward: {float(reward):g}.\n{self.describe()}{ending}"
-        return ToolResult.of(text, reward=float(reward), done=bool(terminated))
+        text = f"{what} Reward: {reward:g}.\n{self.describe()}{ending}"
+        return ToolResult.of(text, reward=reward, done=bool(terminated))
 
     def teardown(self) -> None:
         if self._gym is not None:

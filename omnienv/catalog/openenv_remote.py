@@ -7,19 +7,27 @@ the server's MCP tools when a ``{"type": "list_tools"}`` step lists some, else o
 with the Action schema from ``GET /schema``.
 
 An error frame about the action (``VALIDATION_ERROR``) is the agent's mistake; any other error
-frame, a lost connection or a timeout is infrastructure's, flagged ``env_error``. The server must
-allow as many concurrent sessions as instances are open (OpenEnv's ``max_concurrent_envs``).
+frame, a lost connection, a timeout or a frame outside the protocol (not JSON, not an object, a
+reward that is no finite number) is infrastructure's: :class:`OpenEnvServerError`, flagged
+``env_error``. Frames and the ``/schema`` reply are bounded in size and time, ``/schema`` follows
+no redirect, and no message or name repeats the credentials a URL holds. The server must allow as
+many concurrent sessions as instances are open (OpenEnv's ``max_concurrent_envs``).
 """
 
 from __future__ import annotations
 
+import base64
 import importlib
 import json
 import re
+import time
+import urllib.parse
 import urllib.request
 from functools import cache
 from typing import Any, ClassVar
+from urllib.parse import urlsplit
 
+from omnienv.catalog import _wire
 from omnienv.catalog._foreign import class_name
 from omnienv.catalog._openenv_shared import OpenEnvBase, Payload, tool_specs
 from omnienv.core import EnvironmentFailure, ToolError, UnknownEnvironmentError
@@ -31,6 +39,7 @@ _URL = re.compile(r"^openenv\+(https?|wss?)://[^/\s]+(/\S*)?$")
 MESSAGE_TIMEOUT_S = 60.0
 OPEN_TIMEOUT_S = 10.0
 MAX_FRAME = 100 * 2**20
+ERROR_CHARS = 500
 
 
 def is_openenv_url(name: str) -> bool:
@@ -39,7 +48,8 @@ def is_openenv_url(name: str) -> bool:
 
 
 class OpenEnvServerError(EnvironmentFailure):
-    """The OpenEnv server answered with an error frame that the agent did not cause."""
+    """The OpenEnv server failed: an error frame the agent did not cause, a frame outside the
+    protocol, a lost connection or no reply in time."""
 
 
 def _endpoints(url: str) -> tuple[str, str]:
@@ -54,22 +64,43 @@ class _Session:
 
     def __init__(self, ws_url: str) -> None:
         connect = importlib.import_module("websockets.sync.client").connect
+        self.where = _wire.public(ws_url)
         try:
             # entered at once: the socket lives as long as this session, closed by close()
             self.socket = connect(ws_url, open_timeout=OPEN_TIMEOUT_S, max_size=MAX_FRAME, proxy=None).__enter__()
         except Exception as exc:
-            raise EnvironmentFailure(f"cannot reach the OpenEnv server at {ws_url}: {exc}") from exc
+            reason = _wire.redacted(str(exc), ws_url)[:ERROR_CHARS]
+            raise EnvironmentFailure(f"cannot reach the OpenEnv server at {self.where}: {reason}") from exc
+
+    def _frame(self, kind: str) -> dict[str, Any]:
+        """The server's reply to a ``kind`` request, or :class:`OpenEnvServerError` saying why none."""
+        what = f"the OpenEnv server at {self.where}, answering {kind}"
+        try:
+            raw = self.socket.recv(timeout=MESSAGE_TIMEOUT_S)
+        except TimeoutError:
+            raise OpenEnvServerError(f"{what}: no reply within {MESSAGE_TIMEOUT_S:g} s") from None
+        except Exception as exc:  # the connection closed (a frame over MAX_FRAME closes it too)
+            raise OpenEnvServerError(f"{what}: the connection was lost: {type(exc).__name__}: {exc}") from exc
+        frame = _wire.decode(raw, what, OpenEnvServerError)
+        if not isinstance(frame, dict) or not isinstance(frame.get("data") or {}, dict):
+            raise OpenEnvServerError(f"{what}: expected {{'type': ..., 'data': {{...}}}}, got {str(raw)[:200]!r}")
+        return frame
 
     def ask(self, kind: str, data: dict[str, Any]) -> Payload:
-        self.socket.send(json.dumps({"type": kind, "data": data}))
-        frame = json.loads(self.socket.recv(timeout=MESSAGE_TIMEOUT_S))
+        try:
+            self.socket.send(json.dumps({"type": kind, "data": data}))
+        except Exception as exc:
+            raise OpenEnvServerError(f"the OpenEnv server at {self.where} is gone: {type(exc).__name__}") from exc
+        frame = self._frame(kind)
         body: dict[str, Any] = frame.get("data") or {}
         if frame.get("type") == "error":
             message, code = str(body.get("message", "")), str(body.get("code", ""))
             if code == "VALIDATION_ERROR" and kind == "step":
                 errors = "; ".join(str(e.get("msg", e)) for e in body.get("errors") or () if isinstance(e, dict))
                 raise ToolError(f"invalid action: {errors or message}")
-            raise OpenEnvServerError(f"the OpenEnv server refused the {kind}: {message} (code: {code})")
+            raise OpenEnvServerError(
+                f"the OpenEnv server refused the {kind}: {message[:ERROR_CHARS]} (code: {code[:ERROR_CHARS]})"
+            )
         return body
 
     def close(self) -> None:
@@ -124,10 +155,39 @@ class RemoteOpenEnv(OpenEnvBase):
             session.close()
 
 
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """A redirect is an answer, not a hop: ``/schema`` is read from the server named, nowhere else."""
+
+    def redirect_request(self, *args: Any) -> None:
+        return None
+
+
+_SCHEMA_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirect())
+
+
 def _action_schema(http: str) -> dict[str, Any]:
-    with urllib.request.urlopen(f"{http}/schema", timeout=OPEN_TIMEOUT_S) as response:
-        schemas: dict[str, Any] = json.loads(response.read())
-    action: dict[str, Any] = schemas.get("action") or {}
+    """The Action's JSON Schema from ``GET /schema``: bounded in size and in total time."""
+    what = f"GET /schema on the OpenEnv server at {_wire.public(http)}"
+    deadline, body = time.monotonic() + MESSAGE_TIMEOUT_S, bytearray()
+    request = urllib.request.Request(f"{_wire.public(http)}/schema")  # urllib reads user:pw@ as the host
+    userinfo = urlsplit(http).netloc.rpartition("@")[0]
+    if userinfo:  # sent as the WebSocket's handshake sends it
+        credentials = base64.b64encode(urllib.parse.unquote(userinfo).encode()).decode()
+        request.add_header("Authorization", f"Basic {credentials}")
+    try:
+        with _SCHEMA_OPENER.open(request, timeout=OPEN_TIMEOUT_S) as response:
+            while chunk := response.read1(2**16):
+                body += chunk
+                if len(body) > _wire.MAX_REPLY_BYTES:
+                    raise _wire.too_large(what, OpenEnvServerError)
+                if time.monotonic() > deadline:
+                    raise OpenEnvServerError(f"{what}: the reply did not end within {MESSAGE_TIMEOUT_S:g} s")
+    except (OSError, ValueError) as exc:  # refused, a redirect or an error status (HTTPError), a bad URL
+        raise OpenEnvServerError(f"{what} failed: {_wire.redacted(str(exc), http)[:ERROR_CHARS]}") from exc
+    schemas = _wire.decode(bytes(body), what, OpenEnvServerError)
+    action = schemas.get("action") if isinstance(schemas, dict) else None
+    if not isinstance(action, dict):
+        raise OpenEnvServerError(f"{what}: no Action schema (an object under 'action') in {bytes(body[:200])!r}")
     return action
 
 
@@ -137,6 +197,7 @@ def environment(url: str) -> type[RemoteOpenEnv]:
     if not is_openenv_url(url):
         raise UnknownEnvironmentError(f"'{url}' is not an OpenEnv server URL: write openenv+http://host:port")
     http, ws_url = _endpoints(url)
+    shown = _wire.public(http)  # names, descriptions and messages never carry the URL's credentials
     try:
         probe = _Session(ws_url)
     except EnvironmentFailure as exc:
@@ -150,20 +211,21 @@ def environment(url: str) -> type[RemoteOpenEnv]:
         mcp_tools = listed if isinstance(listed, list) and listed else None
         schema = None if mcp_tools is not None else _action_schema(http)
     except Exception as exc:  # a server that is not OpenEnv's, or one that broke while asked
-        raise UnknownEnvironmentError(f"cannot read the tools of the OpenEnv server at {http}: {exc}") from exc
+        reason = _wire.redacted(str(exc), http)[:ERROR_CHARS]
+        raise UnknownEnvironmentError(f"cannot read the tools of the OpenEnv server at {shown}: {reason}") from exc
     finally:
         probe.close()
     namespace = {
-        "name": class_name(f"openenv/{http.split('://', 1)[1]}"),
-        "description": f"The OpenEnv server at {http}.",
+        "name": class_name(f"openenv/{shown.split('://', 1)[1]}"),
+        "description": f"The OpenEnv server at {shown}.",
         "target": url,
         "mcp": mcp_tools is not None,
         "ws_url": ws_url,
         "__module__": __name__,
-        "__doc__": f"The OpenEnv server at {http}, over /ws.",
+        "__doc__": f"The OpenEnv server at {shown}, over /ws.",
     }
     cls: type[RemoteOpenEnv] = type(
-        "RemoteOpenEnv_" + re.sub(r"\W", "_", http.split("://", 1)[1]), (RemoteOpenEnv,), namespace
+        "RemoteOpenEnv_" + re.sub(r"\W", "_", shown.split("://", 1)[1]), (RemoteOpenEnv,), namespace
     )
     cls.tools = tool_specs(mcp_tools, schema)
     return cls

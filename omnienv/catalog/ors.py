@@ -11,7 +11,8 @@ contract, read once when the class is made (:func:`environment`):
   id when every task of the split has one (an omnienv server's), else ``s/0000i``. The task specs
   themselves stay on the server: ORS specs often hold the answer;
 - **reward and end**: each tool result's ``reward`` (``null`` counts 0) and ``finished`` (truncation
-  where an omnienv server's ``metadata`` says the episode was cut short);
+  where an omnienv server's ``metadata`` says the episode was cut short); a reward that is no
+  finite number (NaN, a string) is the server's failure, never scored;
 - **failures**: a server that cannot be reached, a 5xx, a reply outside the protocol, a tool that
   raised on the server (an SSE ``error`` event) or a step an omnienv server voided is
   :class:`~omnienv.catalog._ors_client.OrsServerError`, an infrastructure failure: the step is
@@ -37,12 +38,14 @@ from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from omnienv.catalog._foreign import class_name
-from omnienv.catalog._schema_tool import schema_tool
+from omnienv.catalog._foreign import class_name, foreign_reward
+from omnienv.catalog._schema_tool import add_tool, schema_tool
+from omnienv.catalog._wire import public
 from omnienv.catalog.manifest import MissingLibraryError, Source
 from omnienv.core import (
     Block,
     Environment,
+    EnvironmentDefinitionError,
     ImageBlock,
     StepResult,
     Task,
@@ -123,12 +126,13 @@ def outcome(reply: Mapping[str, Any]) -> tuple[ToolResult, bool]:
     voided = metadata.get("failure")  # an omnienv server's flagged step: void, not scored
     if isinstance(voided, Mapping):
         raise failure(f"the environment failed on the server: {voided.get('message', voided)}")
-    finished = bool(output.get("finished"))
+    finished = output.get("finished", False)
+    if not isinstance(finished, bool):
+        raise failure(f"a tool output whose 'finished' is not true or false: {finished!r:.100}")
     text = "\n".join(block.text for block in content if isinstance(block, TextBlock))
     if metadata.get("is_error") is True and not finished:  # an omnienv server's error observation
         raise ToolError(text or "the tool reported an error")
-    reward = output.get("reward")
-    value = float(reward) if isinstance(reward, int | float) and not isinstance(reward, bool) else 0.0
+    value = foreign_reward(output.get("reward"), "the ORS server's tool output")
     truncated = finished and metadata.get("truncated") is True and metadata.get("done") is not True
     return ToolResult(content or (TextBlock("(no output)"),), value, finished and not truncated, {}), truncated
 
@@ -238,15 +242,17 @@ def _discover(connection: OrsConnection, wanted: str | None) -> dict[str, Any]:
     }
 
 
-def _tool_specs(tools: Sequence[Mapping[str, Any]]) -> dict[str, ToolSpec]:
-    specs = {}
+def _tool_specs(tools: Sequence[Any], where: str) -> dict[str, ToolSpec]:
+    specs: dict[str, ToolSpec] = {}
     for item in tools:
-        name = str(item["name"])
+        name = item.get("name") if isinstance(item, Mapping) else None
+        if not isinstance(name, str):
+            raise EnvironmentDefinitionError(f"{where} lists a tool without a name: {item!r:.100}")
 
         def call(env: OrsEnvironment, arguments: dict[str, Any], _name: str = name) -> ToolResult:
             return env.call(_name, arguments)
 
-        specs[name] = schema_tool(name, str(item.get("description") or ""), item.get("input_schema"), call)
+        add_tool(specs, schema_tool(name, str(item.get("description") or ""), item.get("input_schema"), call), where)
     return specs
 
 
@@ -259,7 +265,7 @@ def server_info(url: str) -> dict[str, Any]:
     try:
         found: dict[str, Any] = _discover(connection, wanted)
     except _client().OrsServerError as exc:
-        raise UnknownEnvironmentError(f"cannot read the ORS server at {base}: {exc.message}") from exc
+        raise UnknownEnvironmentError(f"cannot read the ORS server at {public(base)}: {exc.message}") from exc
     finally:
         connection.close()
     return found
@@ -270,18 +276,19 @@ def environment(url: str) -> type[OrsEnvironment]:
     """The omnienv class for the ORS environment at ``url``, its tools and tasks read from the server now."""
     found = server_info(url)
     base, env = _parts(url)[0], found["env"]
-    where = base.split("://", 1)[1]
+    shown = public(base)  # names and descriptions never carry the URL's credentials
+    where = shown.split("://", 1)[1]
     namespace = {
         "name": class_name(f"ors/{where}.{env}"),
-        "description": f"The ORS environment '{env}' at {base}.",
+        "description": f"The ORS environment '{env}' at {shown}.",
         "base_url": base,
         "env_name": env,
         "server_version": found["version"],
         "splits": tuple(found["tasks"]),
         "split_tasks": found["tasks"],
         "__module__": __name__,
-        "__doc__": f"The ORS environment '{env}' at {base}, over HTTP.",
+        "__doc__": f"The ORS environment '{env}' at {shown}, over HTTP.",
     }
     cls: type[OrsEnvironment] = type("Ors_" + re.sub(r"\W", "_", f"{where}_{env}"), (OrsEnvironment,), namespace)
-    cls.tools = _tool_specs(found["tools"])
+    cls.tools = _tool_specs(found["tools"], f"the ORS environment '{env}' at {shown}")
     return cls

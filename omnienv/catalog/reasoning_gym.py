@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from functools import cache
 from typing import Any, ClassVar
 
-from omnienv.catalog._foreign import DEFAULT_SPLITS, SPLIT_BASES, ForeignEnvironment, make_class
+from omnienv.catalog._foreign import DEFAULT_SPLITS, SPLIT_BASES, ForeignEnvironment, foreign_reward, make_class
 from omnienv.catalog.manifest import CatalogEntry
 from omnienv.core import Task, ToolResult, tool
 
@@ -64,7 +64,7 @@ class ReasoningGymEnvironment(ForeignEnvironment):
         Args:
             answer: Your answer, in exactly the format the question asks for.
         """
-        score = float(self._dataset.score_answer(answer, self._item))
+        score = foreign_reward(self._dataset.score_answer(answer, self._item), "reasoning-gym's score_answer")
         return ToolResult.of(f"Answer submitted; score {score:g}.", reward=score, done=True, info={"score": score})
 
 

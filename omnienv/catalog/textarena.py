@@ -23,7 +23,6 @@ textarena is imported only when one of these environments starts (``pip install 
 from __future__ import annotations
 
 import importlib
-import numbers
 import random
 import re
 import socket
@@ -33,7 +32,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, ClassVar
 
-from omnienv.catalog._foreign import DEFAULT_SPLITS, ForeignEnvironment, make_class
+from omnienv.catalog._foreign import DEFAULT_SPLITS, ForeignEnvironment, foreign_reward, make_class
 from omnienv.catalog.manifest import CatalogEntry
 from omnienv.core import Task, ToolCall, ToolResult, tool
 
@@ -121,18 +120,16 @@ class TextArenaEnvironment(ForeignEnvironment):
             if not over:
                 return ToolResult.of(said or "(the game said nothing)")
             rewards, game_info = self._game.close()
-        reward = (rewards or {}).get(0, 0.0)
-        if isinstance(reward, bool) or not isinstance(reward, numbers.Real):
-            # a few 0.7.4 games pass set_invalid_move its arguments the wrong way round
-            raise TypeError(f"TextArena ended the game with a reward that is not a number: {reward!r}")
+        # a few 0.7.4 games pass set_invalid_move its arguments the wrong way round: no number
+        reward = foreign_reward((rewards or {}).get(0, 0.0), "TextArena's game")
         reason = str(game_info.get(0, {}).get("reason") or "").strip()
         if reason and reason[-1] not in ".!?":
             reason += "."
-        ending = f"The game is over{': ' + reason if reason else '.'} Your reward: {float(reward):g}."
+        ending = f"The game is over{': ' + reason if reason else '.'} Your reward: {reward:g}."
         if self._turn_limit_hit:
             self.truncate()
         text = f"{said}\n\n{ending}" if said else ending
-        return ToolResult.of(text, reward=float(reward), done=not self._turn_limit_hit)
+        return ToolResult.of(text, reward=reward, done=not self._turn_limit_hit)
 
     def teardown(self) -> None:
         self._game = self._core = None
