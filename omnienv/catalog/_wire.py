@@ -18,13 +18,13 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from omnienv.core import EnvironmentFailure
+from omnienv.core.unicode import valid_text
 
 __all__ = ["MAX_REPLY_BYTES", "decode", "public", "redacted", "too_large"]
 
 MAX_REPLY_BYTES = 32 * 2**20
 """The most of one reply read before it is a failure: tool results with screenshots fit many times."""
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 SHOWN_CHARS = 200
 
 
@@ -58,25 +58,4 @@ def decode(raw: str | bytes, what: str, error: type[EnvironmentFailure]) -> Any:
     except ValueError as exc:
         shown = text[:SHOWN_CHARS].replace("\n", " ")
         raise error(f"{what}: the reply is not JSON ({exc}): {shown!r}") from None
-    return _scrubbed(value) if _SURROGATE_ESCAPE.search(text) else value
-
-
-def _scrubbed(value: Any) -> Any:
-    """``value`` with every lone surrogate in its strings (keys too) replaced by U+FFFD; walked
-    without recursion, since what json reads may nest as deep as its decoder allows."""
-    root = [value]
-    stack: list[tuple[list[Any] | dict[str, Any], Any]] = [(root, 0)]
-    while stack:
-        container, key = stack.pop()
-        item = container[key]
-        if isinstance(item, str):
-            container[key] = _LONE_SURROGATE.sub("\ufffd", item)
-        elif isinstance(item, list):
-            stack.extend((item, index) for index in range(len(item)))
-        elif isinstance(item, dict):
-            fixed = {_LONE_SURROGATE.sub("\ufffd", k): v for k, v in item.items()}
-            if fixed.keys() != item.keys():
-                item.clear()
-                item.update(fixed)
-            stack.extend((item, k) for k in item)
-    return root[0]
+    return valid_text(value) if _SURROGATE_ESCAPE.search(text) else value

@@ -7,12 +7,25 @@ from typing import Any
 import orjson
 
 from omnienv.core.errors import InvalidJSONError, MessageTooLargeError, MessageValidationError
+from omnienv.core.unicode import valid_text
 
 __all__ = ["DEFAULT_MAX_MESSAGE_BYTES", "decode", "encode"]
 
 DEFAULT_MAX_MESSAGE_BYTES = 8 * 1024 * 1024
-encode = orjson.dumps
-"""Compact UTF-8 JSON bytes; OpenEnv's parsers read it as they read their own frames."""
+_dumps = orjson.dumps
+
+
+def encode(value: Any) -> bytes:
+    """Compact UTF-8 JSON bytes; OpenEnv's parsers read it as they read their own frames.
+
+    A lone surrogate in a string (an agent's program printed ``"\ud800"``, and the kernel's JSON
+    carried it) makes orjson refuse the whole value: it is replaced then, so the reply still
+    reaches the client instead of the connection dropping. Only a refused value pays for the walk.
+    """
+    try:
+        return _dumps(value)
+    except TypeError:
+        return _dumps(valid_text(value))
 
 
 def decode(raw: str | bytes, limit: int = DEFAULT_MAX_MESSAGE_BYTES) -> dict[str, Any]:

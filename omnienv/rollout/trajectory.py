@@ -6,32 +6,15 @@ rollout writes, one JSON line per episode.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
 from omnienv.core import EpisodeLedger, Failure, Observation, StepResult, ToolCall
+from omnienv.core.unicode import valid_text
 
 __all__ = ["Episode", "Step", "valid_text"]
-
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def valid_text(value: Any) -> Any:
-    """``value`` with every lone UTF-16 surrogate in its strings (keys too) replaced by U+FFFD.
-
-    JSON may escape one (``"\\ud800"``) and Python's ``json`` reads it, so a model's reply can
-    carry one; no UTF-8 encoder takes it, so it would crash the writer of the results file, or the
-    client sending the conversation back to the model."""
-    if isinstance(value, str):
-        return value if value.isascii() else _LONE_SURROGATE.sub("\ufffd", value)
-    if isinstance(value, dict):
-        return {valid_text(key): valid_text(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [valid_text(item) for item in value]
-    return value
 
 
 @dataclass(slots=True)
