@@ -18,7 +18,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from omnienv.core import EnvironmentFailure
-from omnienv.core.unicode import valid_text
+from omnienv.core.text import valid_text
 
 __all__ = ["MAX_REPLY_BYTES", "decode", "public", "redacted", "too_large"]
 

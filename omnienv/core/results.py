@@ -17,6 +17,7 @@ from typing import NoReturn, TypeAlias
 from omnienv.core.content import Block, TextBlock, as_blocks
 from omnienv.core.errors import ActionError, AgentCausedEnd, EnvironmentFailure
 from omnienv.core.ledger import EpisodeLedger
+from omnienv.core.text import ERROR_CHARS, bounded_error
 from omnienv.core.types import Observation, StepResult, ToolResult
 
 __all__ = ["ERROR_CHARS", "ToolOutput", "bounded_error", "raise_bad_reward", "record_step"]
@@ -24,18 +25,6 @@ __all__ = ["ERROR_CHARS", "ToolOutput", "bounded_error", "raise_bad_reward", "re
 ToolOutput: TypeAlias = "str | Block | Iterable[str | Block] | ToolResult"
 
 _new = object.__new__
-
-ERROR_CHARS = 2_000
-"""The most of an invalid action's error message the agent reads back."""
-
-
-def bounded_error(message: str) -> str:
-    """The start of a long error message. Errors quote the agent's own arguments (a guess, a field
-    of the wrong type), so a model that sent two megabytes read them back on every turn, and every
-    results file and prompt carried them again."""
-    if len(message) <= ERROR_CHARS:
-        return message
-    return f"{message[:ERROR_CHARS]}… ({len(message) - ERROR_CHARS:,} more characters not shown)"
 
 
 def record_step(

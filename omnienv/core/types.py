@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 from omnienv.core.content import Block, as_blocks, block_from_dict, blocks_text
 from omnienv.core.pickling import pickled_as_constructor_call
+from omnienv.core.text import bounded_error
 
 __all__ = ["Failure", "Observation", "State", "StepResult", "ToolCall", "ToolResult"]
 
@@ -131,7 +132,7 @@ class Failure:
         ``session_lost``, ``worker_lost``...) when it has one, else ``env_error``."""
         code = getattr(exc, "code", None)
         kind = code.lower() if isinstance(code, str) and code not in _GENERIC_CODES else "env_error"
-        return cls(kind, f"{where} raised {type(exc).__name__}: {exc}")
+        return cls(kind, bounded_error(f"{where} raised {type(exc).__name__}: {exc}"))
 
 
 @pickled_as_constructor_call

@@ -7,7 +7,7 @@ from typing import Any
 import orjson
 
 from omnienv.core.errors import InvalidJSONError, MessageTooLargeError, MessageValidationError
-from omnienv.core.unicode import valid_text
+from omnienv.core.text import valid_text
 
 __all__ = ["DEFAULT_MAX_MESSAGE_BYTES", "decode", "encode"]
 

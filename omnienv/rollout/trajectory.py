@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 
 from omnienv.core import EpisodeLedger, Failure, Observation, StepResult, ToolCall
-from omnienv.core.unicode import valid_text
+from omnienv.core.text import valid_text
 
 __all__ = ["Episode", "Step", "valid_text"]
 

@@ -386,3 +386,17 @@ def test_long_blocking_steps_never_hold_up_another_environments_step() -> None:
                 await env.close()
 
     asyncio.run(main())
+
+
+def test_a_failure_quotes_at_most_the_start_of_a_huge_exception_message() -> None:
+    class Loud(Counter):
+        @tool
+        def shout(self) -> str:
+            """Fail with a huge message."""
+            raise RuntimeError("x" * 5_000_000)
+
+    env = Loud()
+    env.reset(task="train/0")
+    result = env.step(ToolCall("shout"))
+    assert result.failure is not None and len(result.failure.message) < 2_200
+    assert "more characters not shown" in result.failure.message
