@@ -56,6 +56,7 @@ from omnienv.protocol.messages import End, parse_reset
 from omnienv.server.handler import Handler, unexpected
 from omnienv.server.http import read_json_object, status_of
 from omnienv.server.sessions import NEMO_GYM, Session, SessionManager
+from omnienv.server.workers import nemo_gym_cookie
 
 __all__ = [
     "PREFIX",
@@ -166,7 +167,7 @@ class NemoGymRouter:
         self.limit = manager.config.max_message_bytes
         key = secret or os.environ.get(SECRET_ENV) or secrets.token_urlsafe(32)
         self.signer = URLSafeSerializer(key, salt="omnienv.nemo_gym.session")
-        self.cookie = f"omnienv___{self.env_class.name}"
+        self.cookie = nemo_gym_cookie(self.env_class.name)
         self.bindings = manager.bindings
 
     # -- request helpers ----------------------------------------------------------------------

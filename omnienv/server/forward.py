@@ -36,6 +36,7 @@ from omnienv.server.workers import (
     VIA_HEADER,
     WORKER_HEADER,
     WorkerPlace,
+    nemo_gym_cookie,
     rpc_session_name,
     session_name,
 )
@@ -66,6 +67,7 @@ class WorkerRouter:
         self.token = token.encode()
         self.worker = str(place.index).encode()
         self.limit: int = app.state.manager.config.max_message_bytes
+        self.cookie = nemo_gym_cookie(app.state.manager.env_class.name)
         self._relays: dict[int, Relay] = {}
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
@@ -80,7 +82,7 @@ class WorkerRouter:
                     await self._starting(send)
                 return
         if not self._forwarded(scope):
-            name, in_body = session_name(scope)
+            name, in_body = session_name(scope, self.cookie)
             if in_body:
                 body, more = await _read_up_to(receive, self.limit + 1)
                 receive = _replay(body, more, receive)
@@ -183,7 +185,7 @@ class WorkerRouter:
         """Proxy a WebSocket to the owner: its handshake first (its refusal is the client's), then
         frames both ways; whichever side closes first closes the other with its code."""
         from websockets.asyncio.client import unix_connect
-        from websockets.exceptions import ConnectionClosed, InvalidHandshake
+        from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
 
         if (await receive())["type"] != "websocket.connect":
             return
@@ -204,6 +206,9 @@ class WorkerRouter:
                 ping_interval=None,
                 open_timeout=30,
             )
+        except InvalidStatus as exc:  # the owner answered and refused: not a lost worker
+            await self._denied(scope, send, exc)
+            return
         except (OSError, InvalidHandshake, TimeoutError) as exc:
             await send({"type": "websocket.accept", "headers": [(WORKER_HEADER, self.worker)]})
             await send({"type": "websocket.send", "text": _lost_body(owner, exc).decode()})
@@ -239,6 +244,23 @@ class WorkerRouter:
             await asyncio.gather(*tasks, return_exceptions=True)
             await upstream.close()
 
+    async def _denied(self, scope: Scope, send: Any, refusal: Any) -> None:
+        """The owner refused the handshake (a path with no WebSocket route, say): the client gets
+        the owner's answer, as if it had landed there, rather than a ``WORKER_LOST`` that would void
+        its episode for what is no failure of the server's."""
+        if "websocket.http.response" not in (scope.get("extensions") or {}):
+            await send({"type": "websocket.close", "code": 1008})  # the server answers 403 without a body
+            return
+        response = refusal.response
+        headers = [
+            (key.lower().encode("latin-1"), value.encode("latin-1"))
+            for key, value in response.headers.raw_items()
+            if key.lower().encode("latin-1") not in _NOT_REPLAYED
+        ]
+        start = {"type": "websocket.http.response.start", "status": response.status_code}
+        await send({**start, "headers": [*headers, (VIA_HEADER, self.worker)]})
+        await send({"type": "websocket.http.response.body", "body": response.body or b""})
+
     # -- lifespan ---------------------------------------------------------------------------------
 
     def _closing(self, send: Any) -> Any:
@@ -261,6 +283,8 @@ class WorkerRouter:
 
 _WS_KEPT = frozenset({b"origin", b"cookie", b"authorization"})
 """What a proxied WebSocket handshake keeps of the client's (Host goes in the URL)."""
+_NOT_REPLAYED = HOP_BY_HOP | {b"content-length", b"date", b"server"}
+"""Headers of an owner's refused handshake that uvicorn makes again for the client."""
 
 
 async def _read_up_to(receive: Any, limit: int) -> tuple[bytes, bool]:

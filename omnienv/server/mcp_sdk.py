@@ -29,6 +29,7 @@ from omnienv.protocol.jsonrpc import INVALID_PARAMS, SERVER_ERROR, RpcError, err
 from omnienv.protocol.messages import Reset, parse_reset
 from omnienv.server.handler import Handler
 from omnienv.server.sessions import MCP, OPERATOR, Session, SessionManager
+from omnienv.server.workers import query_session_id
 
 __all__ = ["McpSdkBridge", "build_server", "tool_result"]
 
@@ -251,7 +252,7 @@ class McpSdkBridge:
 
     async def _initialize(self, sdk: Any, scope: dict[str, Any], receive: Any, send: Any) -> None:
         try:
-            session, opening = await self._claim(_query(scope))
+            session, opening = await self._claim(_query(scope), query_session_id(scope))
         except OmniEnvError as exc:
             from omnienv.server.http import status_of
 
@@ -275,11 +276,10 @@ class McpSdkBridge:
             if not bound:
                 await self.manager.detach(session)
 
-    async def _claim(self, query: dict[str, str]) -> tuple[Session, str | None]:
-        """The session a new MCP session plays in (a fresh, reset one, or the operator's), and
-        the text of its first observation when it was reset here."""
+    async def _claim(self, query: dict[str, str], session_id: str | None) -> tuple[Session, str | None]:
+        """The session a new MCP session plays in (a fresh, reset one, or the operator's named by
+        ``session_id``), and the text of its first observation when it was reset here."""
         if self.manager.config.agent_only:
-            session_id = query.get("session_id")
             if not session_id:
                 from omnienv.core.errors import AgentOnlyError
 

@@ -24,8 +24,10 @@ Stopping: SIGINT or SIGTERM stops every worker gracefully (SIGKILL after the gra
 removes the directory and returns. A worker that exits on its own (a crash, an OOM kill) stops
 the whole server with :class:`~omnienv.core.errors.WorkerLostError`, never a restart: its
 sessions are gone, and a process manager restarting the server is more truthful than a server
-whose sessions silently vanish. Workers die with the supervisor even if it is SIGKILLed (Linux's
-parent-death signal), so no worker outlives it.
+whose sessions silently vanish. Each worker alone holds its listening sockets, so while the
+server stops, a request for the lost worker's sessions gets ``WORKER_LOST`` at once and new
+connections reach the live workers, none waiting on a socket nobody accepts from. Workers die
+with the supervisor even if it is SIGKILLed (Linux's parent-death signal), so no worker outlives it.
 """
 
 from __future__ import annotations
@@ -116,24 +118,31 @@ def bind(host: str, port: int) -> socket.socket:
 
 def _listeners(sock: socket.socket, workers: int) -> list[socket.socket]:
     """One listening socket per worker on ``sock``'s address (the kernel spreads connections over
-    them), or ``sock`` shared by all when the platform or ``sock`` cannot."""
+    them), or ``sock`` shared by all when the platform or ``sock`` cannot.
+
+    When spreading, ``sock`` itself only holds the port (bound, never listening): a listening
+    socket whose worker died would go on taking its share of new connections for nobody, so
+    each listening one belongs to its worker alone (:func:`serve_workers` closes its copies)."""
+    spread: list[socket.socket] = []
+    if (
+        _SPREAD
+        and sock.getsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT)
+        and not sock.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN)
+    ):
+        try:
+            for _ in range(workers):
+                sibling = socket.socket(sock.family, socket.SOCK_STREAM)
+                spread.append(sibling)
+                sibling.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                sibling.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+                sibling.bind(sock.getsockname())
+                sibling.listen(4096)
+            return spread
+        except OSError:
+            for sibling in spread:
+                sibling.close()
     sock.listen(4096)
-    spread = [sock]
-    if not _SPREAD or not sock.getsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT):
-        return spread * workers
-    try:
-        for _ in range(workers - 1):
-            sibling = socket.socket(sock.family, socket.SOCK_STREAM)
-            spread.append(sibling)
-            sibling.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            sibling.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-            sibling.bind(sock.getsockname())
-            sibling.listen(4096)
-    except OSError:
-        for sibling in spread[1:]:
-            sibling.close()
-        return [sock] * workers
-    return spread
+    return [sock] * workers
 
 
 def _private_directory(workers: int) -> str:
@@ -181,6 +190,12 @@ def serve_workers(factory: AppFactory, config: ServerConfig, sock: socket.socket
             )
             process.start()
             tells.close()  # the worker's end: ours closed, a worker dying before it tells is an EOF
+            # The worker has its own copies of its sockets now. Ours closed, a worker that dies takes
+            # them with it: its sibling's forwards are refused at once (WORKER_LOST) and the kernel
+            # spreads new connections over the live workers, rather than queue both for nobody.
+            private.close()
+            if public[index] is not sock:
+                public[index].close()
             processes.append(process)
             started.append(hears)
         _watch(processes, started, everyone_up)

@@ -13,12 +13,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from typing import Any
-from urllib.parse import parse_qs
 
 from omnienv.core.errors import OmniEnvError
 from omnienv.server.handler import Handler, error_frame
 from omnienv.server.lean import forget_handshake
 from omnienv.server.sessions import OPENENV, SessionManager
+from omnienv.server.workers import query_session_id
 
 __all__ = ["WebSocketEndpoint"]
 
@@ -40,7 +40,7 @@ class WebSocketEndpoint:
             return
         await send({"type": "websocket.accept"})
         forget_handshake(send)
-        session_id = _session_id(scope)
+        session_id = query_session_id(scope)
         scope["headers"] = ()  # read by nobody after the handshake; ~1 KB an idle session need not keep
         try:
             if session_id is not None:
@@ -90,14 +90,6 @@ class WebSocketEndpoint:
             if answering:
                 connection.answer_with(None)
             await self.manager.detach(session)
-
-
-def _session_id(scope: Scope) -> str | None:
-    query = scope.get("query_string") or b""
-    if not query:
-        return None
-    values = parse_qs(query.decode("latin-1")).get("session_id")
-    return values[0] if values else None
 
 
 class _Expire:

@@ -16,9 +16,11 @@ that joins the two is here and nowhere else:
 
 The names a request can carry, one line each in :func:`session_name`: ``/sessions/{id}`` and
 ``/operator/sessions/{id}``, ``?session_id=`` (``/ws`` attaching to a session, ``/mcp`` in
-agent-only mode), ``mcp-session-id`` (the MCP transport), ``X-Session-ID`` (ORS), the session
-id signed into NeMo Gym's ``omnienv___*`` cookie, and ``params.session_id`` of OpenEnv's
-JSON-RPC on ``/mcp`` (the only one read from a body).
+agent-only mode: :func:`query_session_id`), ``mcp-session-id`` (the MCP transport),
+``X-Session-ID`` (ORS), the session id signed into NeMo Gym's cookie for this environment
+(:func:`nemo_gym_cookie`), and ``params.session_id`` of OpenEnv's JSON-RPC on ``/mcp`` (the only
+one read from a body). Each carrier is parsed as the route reading it parses it (the first of a
+repeated ``session_id`` or header, the last of a repeated cookie).
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ __all__ = [
     "VIA_HEADER",
     "WORKER_HEADER",
     "WorkerPlace",
+    "nemo_gym_cookie",
+    "query_session_id",
     "rpc_session_name",
     "session_name",
 ]
@@ -52,7 +56,7 @@ FORWARDED_HEADER = b"x-omnienv-forwarded"
 """Marks a request one worker forwarded to another; honoured only on a worker's private Unix
 socket, with the server's own random token as its value, so it cannot be forged from outside."""
 NEMO_GYM_COOKIE = "omnienv___"
-"""The prefix of NeMo Gym's session cookies (``omnienv.dialects.nemo_gym``), named per environment."""
+"""The prefix of NeMo Gym's session cookies (:func:`nemo_gym_cookie`)."""
 _SESSION_PATH = re.compile(r"/(?:operator/)?sessions/([^/]+)")
 _MCP_SESSION, _ORS_SESSION, _COOKIE = b"mcp-session-id", b"x-session-id", b"cookie"
 
@@ -109,26 +113,46 @@ class WorkerPlace:
         return total // self.count + (self.index < total % self.count)
 
 
-def session_name(scope: dict[str, Any]) -> tuple[str | None, bool]:
+def nemo_gym_cookie(env: str) -> str:
+    """The name of NeMo Gym's session cookie for environment ``env`` (:mod:`omnienv.dialects.nemo_gym`).
+
+    One per environment: a client's cookie jar sends every cookie of a host, whatever its port,
+    so cookies of other environments' servers on the same host come along and must be told apart."""
+    return NEMO_GYM_COOKIE + env
+
+
+def session_name(scope: dict[str, Any], cookie: str) -> tuple[str | None, bool]:
     """``(name, read_body)``: the session a request names (None: none), and whether the name
-    may be in its body instead (OpenEnv's JSON-RPC on ``POST /mcp``: see :func:`rpc_session_name`)."""
+    may be in its body instead (OpenEnv's JSON-RPC on ``POST /mcp``: see :func:`rpc_session_name`).
+
+    ``cookie`` is the name of this environment's NeMo Gym cookie (:func:`nemo_gym_cookie`); it is
+    read as the app reads it (Starlette's parser, every ``Cookie`` header, the last value of a
+    name winning), so the router never follows a cookie the app would not."""
     path = scope["path"]
     if "sessions/" in path and (match := _SESSION_PATH.match(path)) is not None:
         return match.group(1), False
-    cookie = None
+    cookies: list[bytes] = []
     for key, value in scope["headers"]:
         if key == _MCP_SESSION or key == _ORS_SESSION:
             return value.decode("latin-1").strip(), False
         if key == _COOKIE:
-            cookie = value
-    query = scope.get("query_string") or b""
-    if b"session_id=" in query:
-        values = parse_qs(query.decode("latin-1")).get("session_id")
-        if values:
-            return values[0], False
-    if cookie is not None and (name := _cookie_session(cookie.decode("latin-1"))) is not None:
+            cookies.append(value)
+    if (name := query_session_id(scope)) is not None:
+        return name, False
+    if cookies and (name := _cookie_session(cookies, cookie)) is not None:
         return name, False
     return None, scope["type"] == "http" and path == "/mcp" and scope.get("method") == "POST"
+
+
+def query_session_id(scope: dict[str, Any]) -> str | None:
+    """The request's ``?session_id=`` (``/ws`` attaching, ``/mcp`` in agent-only mode), the first
+    when it is given twice: read here for the router and for the routes alike, so a request is
+    served by the owner of the very session the route then looks up."""
+    query = scope.get("query_string") or b""
+    if b"session_id=" not in query:
+        return None
+    values = parse_qs(query.decode("latin-1")).get("session_id")
+    return values[0] if values else None
 
 
 def rpc_session_name(body: bytes) -> str | None:
@@ -142,14 +166,17 @@ def rpc_session_name(body: bytes) -> str | None:
     return name if isinstance(name, str) and name else None
 
 
-def _cookie_session(header: str) -> str | None:
-    """The session id in a NeMo Gym cookie, read without checking its signature: a forged one
-    only picks which worker refuses it (the owner checks the signature, as a lone server does)."""
-    for pair in header.split(";"):
-        key, _, value = pair.strip().partition("=")
-        if key.startswith(NEMO_GYM_COOKIE):
-            return _signed_session(value.strip('"'))
-    return None
+def _cookie_session(headers: list[bytes], cookie: str) -> str | None:
+    """The session id in the NeMo Gym cookie named ``cookie``, read without checking its signature:
+    a forged one only picks which worker refuses it (the owner checks the signature, as a lone
+    server does)."""
+    from starlette.requests import cookie_parser  # the app's own reading; loaded by the app already
+
+    found: dict[str, str] = {}
+    for header in headers:
+        found.update(cookie_parser(header.decode("latin-1")))
+    signed = found.get(cookie)
+    return _signed_session(signed) if signed is not None else None
 
 
 def _signed_session(value: str) -> str | None:

@@ -3,8 +3,9 @@
 Health says "starting" until every worker serves; a port another server holds is refused, not
 shared; bad worker counts are refused before anything starts. Real ``--workers 2`` servers
 (tests/server/workers.py) then show that SIGTERM stops every worker and removes their private
-sockets, that a worker dying stops the server with an error, and that no worker outlives its
-supervisor or its process group.
+sockets, that a worker dying stops the server with an error (its sessions answered WORKER_LOST
+meanwhile, the live worker serving), and that no worker outlives its supervisor or its process
+group.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from omnienv.server.forward import WorkerRouter
 from omnienv.server.supervisor import bind
 from omnienv.server.workers import WorkerPlace
 from tests.polling import eventually
-from tests.server.workers import alive, server
+from tests.server.workers import RULE, alive, ids_on_both_workers, server
 
 # -- in-process --------------------------------------------------------------------------------
 
@@ -117,6 +118,39 @@ def test_a_worker_that_dies_stops_the_server_with_an_error() -> None:
         assert srv.proc.wait(30) == 1
         assert not alive(pids[0])
         assert "omnienv-worker-1" in srv.log.read_text() and "SIGKILL" in srv.log.read_text()
+
+
+@pytest.mark.parametrize("dead", [0, 1])
+def test_until_the_server_stops_a_dead_workers_sessions_get_worker_lost_and_the_live_one_serves(
+    short_tmp: Path, dead: int
+) -> None:
+    """The supervisor is held (SIGSTOP) so the window between a worker's death and the server's
+    stop stays open: nothing may wait on a socket only the dead worker would have accepted from."""
+    with server(env={**os.environ, "TMPDIR": str(short_tmp)}) as srv:
+        pids, live = srv.workers(), 1 - dead
+        limits = httpx.Limits(max_keepalive_connections=0)  # a new connection per request: either worker
+        with httpx.Client(base_url=srv.url, timeout=10, limits=limits) as http:
+            names = ids_on_both_workers(lambda: http.post("/sessions").json()["session_id"])
+            for name in names:
+                assert http.post(f"/sessions/{name}/reset", json={}).status_code == 200
+            os.kill(srv.proc.pid, signal.SIGSTOP)
+            try:
+                os.kill(pids[dead], signal.SIGKILL)
+                eventually(lambda: not alive(pids[dead]), what=f"worker {dead} gone")
+                for name in names * 2:
+                    reply = http.get(f"/sessions/{name}/state")
+                    if RULE.owner(name) == dead:
+                        assert reply.status_code == 502 and reply.json()["data"]["code"] == "WORKER_LOST", reply.text
+                    else:
+                        assert reply.status_code == 200 and reply.headers["x-omnienv-worker"] == str(live)
+                for _ in range(8):
+                    opened = http.post("/sessions")
+                    assert opened.status_code == 201 and opened.headers["x-omnienv-worker"] == str(live)
+            finally:
+                os.kill(srv.proc.pid, signal.SIGCONT)
+        assert srv.proc.wait(30) == 1
+        eventually(lambda: not alive(pids[live]), timeout=30, what="the live worker stopped too")
+        assert not [p for p in short_tmp.iterdir() if p.name.startswith("omnienv-workers-")]
 
 
 def test_no_worker_outlives_its_supervisor_or_its_process_group(short_tmp: Path) -> None:

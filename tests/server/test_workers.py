@@ -19,12 +19,15 @@ from typing import Any
 import httpx2
 import orjson
 import pytest
+from itsdangerous import URLSafeSerializer
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import TextContent
+from websockets.exceptions import InvalidStatus
+from websockets.sync.client import connect as ws_connect
 
 from omnienv.envs.wordle.solver import next_guess, read_marks
-from omnienv.server.workers import WorkerPlace, rpc_session_name, session_name
+from omnienv.server.workers import WorkerPlace, nemo_gym_cookie, rpc_session_name, session_name
 from tests.server.conftest import ws
 from tests.server.workers import RULE, TOKEN, Server, check_owners, ids_on_both_workers, server, sse_events
 
@@ -54,15 +57,21 @@ def test_the_rule_names_one_owner_for_every_carrier_and_minted_ids_stay_home() -
         return {"type": "http", "path": path, "query_string": query, "method": method, "headers": raw}
 
     cookie = "eyJzZXNzaW9uX2lkIjoiYWJjIn0.c2lnbmF0dXJl"  # itsdangerous: {"session_id":"abc"} . signature
-    assert session_name(scope("/sessions/abc/step", method="POST")) == ("abc", False)
-    assert session_name(scope("/operator/sessions/abc")) == ("abc", False)
-    assert session_name(scope("/ws", b"session_id=abc")) == ("abc", False)
-    assert session_name(scope("/mcp", mcp_session_id="abc-1", method="POST")) == ("abc-1", False)
-    assert session_name(scope("/wordle/call", x_session_id="abc", method="POST")) == ("abc", False)
-    assert session_name(scope("/guess", cookie=f"other=1; omnienv___wordle={cookie}")) == ("abc", False)
-    assert session_name(scope("/guess", cookie="omnienv___wordle=garbage")) == (None, False)
-    assert session_name(scope("/sessions", method="POST")) == (None, False)
-    assert session_name(scope("/mcp", method="POST")) == (None, True)
+
+    def name(scope: dict[str, Any]) -> tuple[str | None, bool]:
+        return session_name(scope, nemo_gym_cookie("wordle"))
+
+    assert name(scope("/sessions/abc/step", method="POST")) == ("abc", False)
+    assert name(scope("/operator/sessions/abc")) == ("abc", False)
+    assert name(scope("/ws", b"session_id=abc")) == ("abc", False)
+    assert name(scope("/mcp", mcp_session_id="abc-1", method="POST")) == ("abc-1", False)
+    assert name(scope("/wordle/call", x_session_id="abc", method="POST")) == ("abc", False)
+    assert name(scope("/guess", cookie=f"other=1; omnienv___wordle={cookie}")) == ("abc", False)
+    assert name(scope("/guess", cookie="omnienv___wordle=garbage")) == (None, False)
+    other = "eyJzZXNzaW9uX2lkIjoieHl6In0.c2lnbmF0dXJl"  # {"session_id":"xyz"}: another env's cookie
+    assert name(scope("/guess", cookie=f"omnienv___counter={other}; omnienv___wordle={cookie}")) == ("abc", False)
+    assert name(scope("/sessions", method="POST")) == (None, False)
+    assert name(scope("/mcp", method="POST")) == (None, True)
     assert rpc_session_name(b'{"jsonrpc": "2.0", "method": "tools/call", "params": {"session_id": "abc"}}') == "abc"
     assert rpc_session_name(b"[1]") is None and rpc_session_name(b"{oops") is None
 
@@ -115,6 +124,22 @@ def test_a_websocket_attached_to_an_http_session_reaches_its_owner(two: Server) 
             assert state.json()["data"]["step_count"] == 3  # the socket played the HTTP session itself
             two.note(sid, http.delete(f"/sessions/{sid}").headers)
     check_owners(two, names)
+
+
+def test_a_websocket_the_owner_refuses_is_refused_as_the_owner_does_never_worker_lost(two: Server) -> None:
+    """A WebSocket to a session path that has no WebSocket route: the owner denies the handshake
+    (403), and a worker forwarding it must pass that on rather than report the owner lost."""
+    with two.client() as http:
+        names = ids_on_both_workers(lambda: http.post("/sessions").json()["session_id"], least=2)
+    via = 0
+    for sid in names:
+        for _ in range(6):  # a new connection each: either worker receives it
+            target = two.url.replace("http://", "ws://") + f"/sessions/{sid}/state"
+            with pytest.raises(InvalidStatus) as refused:
+                ws_connect(target, proxy=None, open_timeout=10, close_timeout=2).close()
+            assert refused.value.response.status_code == 403
+            via += "x-omnienv-via" in refused.value.response.headers
+    assert via > 0, "every handshake landed on its owner: none was forwarded"
 
 
 def test_http_sessions_are_served_by_their_owner_on_every_request(two: Server) -> None:
@@ -247,7 +272,7 @@ def test_nemo_gym_cookie_sessions_reach_their_owner(two: Server) -> None:
             assert seeded.status_code == 200, seeded.text
             cookie = http.cookies["omnienv___wordle"]
             scope = {"type": "http", "path": "/", "headers": [(b"cookie", f"omnienv___wordle={cookie}".encode())]}
-            name = session_name(scope)[0]
+            name = session_name(scope, "omnienv___wordle")[0]
             assert name is not None
             two.note(name, seeded.headers)
             for word in ("crane", "slate"):
@@ -264,6 +289,35 @@ def test_nemo_gym_cookie_sessions_reach_their_owner(two: Server) -> None:
 
     names = ids_on_both_workers(make)
     check_owners(two, names)
+
+
+def test_a_nemo_gym_session_reaches_its_owner_among_other_environments_cookies(two: Server) -> None:
+    """A client's cookie jar sends every cookie of the host, whatever the port: those of another
+    environment's server come along, and only this environment's cookie may route the request."""
+
+    def seed() -> tuple[str, str]:
+        with two.client() as http:
+            assert http.post("/seed_session", json={"task_id": "test/0003"}).status_code == 200
+            cookie = http.cookies["omnienv___wordle"]
+        return URLSafeSerializer("unknown").loads_unsafe(cookie)[1]["session_id"], cookie
+
+    seeded: dict[str, str] = {}
+    while {RULE.owner(name) for name in seeded} != {0, 1}:
+        assert len(seeded) < 40, "every session landed on one worker"
+        name, cookie = seed()
+        seeded[name] = cookie
+    with two.client() as http:
+        for name, cookie in seeded.items():
+            other = next(value for key, value in seeded.items() if RULE.owner(key) != RULE.owner(name))
+            for _ in range(5):  # either worker receives it; each time the owner serves it
+                reply = http.post(
+                    "/guess",
+                    json={"word": "crane"},
+                    headers={"cookie": f"omnienv___counter={other}; omnienv___wordle={cookie}"},
+                )
+                assert reply.status_code == 200, reply.text
+                two.note(name, reply.headers)
+    check_owners(two, list(seeded))
 
 
 def test_a_forged_forwarding_header_from_outside_is_not_trusted(two: Server) -> None:
@@ -292,7 +346,7 @@ def test_an_agent_only_server_of_two_workers_serves_the_operators_episodes() -> 
 
         names = ids_on_both_workers(make)
 
-        async def play(sid: str) -> None:
+        async def play(sid: str, query: str) -> None:
             async def keep(response: httpx2.Response) -> None:
                 srv.note(sid, response.headers)  # the MCP session's replies: all from the episode's owner
 
@@ -301,7 +355,7 @@ def test_an_agent_only_server_of_two_workers_serves_the_operators_episodes() -> 
             )
             async with (
                 client,
-                streamable_http_client(f"{srv.url}/mcp?session_id={sid}", http_client=client) as (read, write),
+                streamable_http_client(f"{srv.url}/mcp?{query}", http_client=client) as (read, write),
                 ClientSession(read, write) as session,
             ):
                 await session.initialize()
@@ -310,7 +364,9 @@ def test_an_agent_only_server_of_two_workers_serves_the_operators_episodes() -> 
 
         names = [next(n for n in names if RULE.owner(n) == worker) for worker in (0, 1)]  # one MCP agent each
         for sid in names:
-            asyncio.run(asyncio.wait_for(play(sid), 60))
+            # the router and the route read one session_id, the first, even when a client sends two
+            decoy = next(n for n in names if RULE.owner(n) != RULE.owner(sid))
+            asyncio.run(asyncio.wait_for(play(sid, f"session_id={sid}&session_id={decoy}"), 60))
             state = http.get(f"/operator/sessions/{sid}/state", headers=bearer)
             srv.note(sid, state.headers)
             assert state.json()["data"]["step_count"] == 2

@@ -101,11 +101,21 @@ def server(*options: str, env: dict[str, str] | None = None, lean: bool = False)
 
 
 def alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie nobody reaped yet does not)."""
+    """Whether any thread of process ``pid`` runs (a zombie nobody reaped yet does not). Every
+    thread counts: a killed process's main thread turns zombie first, and its files (its
+    listening sockets) are closed only when the last of its threads has exited."""
     try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+        threads = os.listdir(f"/proc/{pid}/task")
     except (FileNotFoundError, ProcessLookupError):
         return False
+    for thread in threads:
+        try:
+            state = Path(f"/proc/{pid}/task/{thread}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        if state not in ("Z", "X"):
+            return True
+    return False
 
 
 def check_owners(srv: Server, names: list[str]) -> None:
