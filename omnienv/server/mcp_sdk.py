@@ -22,6 +22,7 @@ from urllib.parse import parse_qs
 from omnienv.core.content import ImageBlock, TextBlock
 from omnienv.core.env import EnvironmentBase
 from omnienv.core.errors import MessageValidationError, OmniEnvError, SessionError
+from omnienv.core.text import valid_text
 from omnienv.core.threads import to_blocking_thread
 from omnienv.core.types import Observation, StepResult, ToolCall
 from omnienv.protocol.codec import encode
@@ -43,7 +44,9 @@ def tool_result(result: StepResult) -> Any:
     """One step as an MCP ``CallToolResult``, built straight from its content blocks.
 
     Text and image blocks map one to one; an error observation or an infrastructure failure
-    becomes ``isError: true`` with its message. Reward and ``done`` are left out on purpose.
+    becomes ``isError: true`` with its message. Reward and ``done`` are left out on purpose. Text
+    goes through :func:`~omnienv.core.text.valid_text`: the SDK's encoder refuses a lone surrogate
+    (an agent's program printed one), and the whole answer would be lost with it.
     """
     import mcp_types as types
 
@@ -53,17 +56,17 @@ def tool_result(result: StepResult) -> Any:
             data = block.base64
             content.append(types.ImageContent(data=data, mime_type=block.mime_type))
         elif isinstance(block, TextBlock):
-            content.append(types.TextContent(text=block.text))
+            content.append(types.TextContent(text=valid_text(block.text)))
     failure = result.failure
     if failure is not None and not content:
-        content.append(types.TextContent(text=failure.message))
+        content.append(types.TextContent(text=valid_text(failure.message)))
     return types.CallToolResult(content=content, is_error=result.observation.is_error or failure is not None)
 
 
 def error_result(message: str) -> Any:
     import mcp_types as types
 
-    return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)
+    return types.CallToolResult(content=[types.TextContent(text=valid_text(message))], is_error=True)
 
 
 OPENING_URI = "omnienv://episode/observation"
@@ -111,7 +114,7 @@ def build_server(
 
             raise MCPError(code=INVALID_PARAMS, message=f"Unknown resource: {params.uri}")
         return types.ReadResourceResult(
-            contents=[types.TextResourceContents(uri=OPENING_URI, mime_type="text/plain", text=text)]
+            contents=[types.TextResourceContents(uri=OPENING_URI, mime_type="text/plain", text=valid_text(text))]
         )
 
     return Server(

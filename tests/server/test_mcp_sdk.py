@@ -136,6 +136,22 @@ def test_images_and_tool_errors_map_to_mcp_content(serve) -> None:
     assert unknown.is_error is True and "nope" in unknown.content[0].text
 
 
+def test_a_lone_surrogate_in_a_tool_result_reaches_the_client_as_a_replacement_character(serve) -> None:
+    from tests.client.test_unicode import Surrogates
+
+    url, _ = serve(Surrogates)
+
+    async def main() -> tuple[Any, list[Any]]:
+        async with http_session(f"{url}/mcp") as session:
+            opening = await session.read_resource(OPENING_URI)
+            return opening, [await session.call_tool("say", {"text": word}) for word in ("one", "two")]
+
+    opening, results = run(main())
+    assert opening.contents[0].text == "ready \ufffd"
+    for result, word in zip(results, ("one", "two"), strict=True):
+        assert result.is_error is False and result.content[0].text == f"{word} \ufffd"
+
+
 def test_a_crash_is_an_error_result_saying_the_episode_is_void_then_calls_are_refused(serve) -> None:
     """MCP has no reward to withhold: a void episode is an ``isError`` result that says so, and the
     episode takes no further call (its reward, None, stays with the infrastructure)."""
