@@ -107,7 +107,7 @@ class WorkerRouter:
         guard = getattr(self.app, "guard", None)
         if guard is None or (refused := guard.refusal(scope)) is None:
             return False
-        await refuse(scope, receive, send, refused)
+        await refuse(scope, receive, _naming(send, self.worker), refused)
         return True
 
     async def _starting(self, send: Any) -> None:
@@ -175,7 +175,7 @@ class WorkerRouter:
                 [(VIA_HEADER, self.worker)],
             )
         except RelayError as exc:
-            await _lost(send, owner, exc)
+            await _lost(_naming(send, self.worker), owner, exc)
         except (OSError, asyncio.IncompleteReadError) as exc:  # the owner or the client left mid-reply
             logger.info("forwarding %s %s to worker %d stopped: %s", scope["method"], scope["path"], owner, exc)
 
@@ -316,6 +316,18 @@ def _replay(body: bytes, more: bool, receive: Any) -> Any:
         return message
 
     return replay
+
+
+def _naming(send: Any, worker: bytes) -> Any:
+    """``send``, naming ``worker`` on the reply it starts: what the router answers itself (a
+    refusal, a lost owner) names its worker as every reply does."""
+
+    async def named(message: Message) -> None:
+        if message["type"] in ("http.response.start", "websocket.http.response.start"):
+            message = {**message, "headers": [*(message.get("headers") or ()), (WORKER_HEADER, worker)]}
+        await send(message)
+
+    return named
 
 
 async def _disconnected(receive: Any) -> None:

@@ -333,6 +333,22 @@ def test_a_forged_forwarding_header_from_outside_is_not_trusted(two: Server) -> 
         http.delete(f"/sessions/{sid}")
 
 
+def test_a_refusal_the_router_makes_itself_names_its_worker(two: Server) -> None:
+    """A foreign Origin is refused by the worker the connection landed on, before any forward:
+    that reply names its worker too, as every reply does."""
+    with two.client() as http:
+        sid = http.post("/sessions").json()["session_id"]
+        try:
+            workers = set()
+            for _ in range(12):
+                refused = http.get(f"/sessions/{sid}/state", headers={"origin": "https://evil.example"})
+                assert refused.status_code == 403, refused.text
+                workers.add(refused.headers["x-omnienv-worker"])
+            assert workers <= {"0", "1"} and workers
+        finally:
+            http.delete(f"/sessions/{sid}")
+
+
 def test_an_agent_only_server_of_two_workers_serves_the_operators_episodes() -> None:
     with server("--agent-only", env={**os.environ, "OMNIENV_OPERATOR_TOKEN": TOKEN}) as srv, srv.client() as http:
         bearer = {"authorization": f"Bearer {TOKEN}"}
