@@ -79,6 +79,12 @@ class Relay:
 
     async def _connect(self, fresh: bool) -> tuple[bool, asyncio.StreamReader, asyncio.StreamWriter]:
         now = time.monotonic()
+        # The oldest first: reuse takes the newest, so after a burst the rest would stay open for good.
+        stale = 0
+        while stale < len(self._idle) and now - self._idle[stale][0] >= IDLE_S:
+            self._idle[stale][2].close()
+            stale += 1
+        del self._idle[:stale]
         while self._idle and not fresh:
             used, reader, writer = self._idle.pop()
             if now - used < IDLE_S and not reader.at_eof() and not writer.is_closing():

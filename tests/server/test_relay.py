@@ -166,3 +166,25 @@ def test_a_client_leaving_a_stream_ends_it(tmp_path: Path) -> None:
 def test_a_sibling_that_is_not_there_is_a_relay_error(tmp_path: Path) -> None:
     with pytest.raises(RelayError, match=r"FileNotFoundError|ConnectionRefusedError"):
         run(forward(Relay(str(tmp_path / "nobody.sock"))))
+
+
+def test_connections_left_idle_after_a_burst_are_closed_not_kept_for_good(tmp_path: Path) -> None:
+    """Reuse takes the newest idle connection, so the older ones of a burst would never be touched."""
+
+    async def main() -> tuple[int, int, list[bool]]:
+        server = await serve_unix(tmp_path / "w.sock", echo)
+        relay = Relay(str(tmp_path / "w.sock"))
+        await asyncio.gather(*(forward(relay, body=b"%d" % i) for i in range(5)))
+        after_burst = len(relay._idle)
+        old = [writer for _, _, writer in relay._idle[:-1]]
+        # the burst is long past; only the newest connection is in steady use since
+        relay._idle = [(used - 60, reader, writer) for used, reader, writer in relay._idle[:-1]] + relay._idle[-1:]
+        await forward(relay)
+        kept = len(relay._idle)
+        closed = [writer.is_closing() for writer in old]
+        relay.close()
+        server.close()
+        return after_burst, kept, closed
+
+    after_burst, kept, closed = run(main())
+    assert after_burst == 5 and kept == 1 and all(closed)

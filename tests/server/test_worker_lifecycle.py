@@ -141,7 +141,7 @@ def test_until_the_server_stops_a_dead_workers_sessions_get_worker_lost_and_the_
                     reply = http.get(f"/sessions/{name}/state")
                     if RULE.owner(name) == dead:
                         assert reply.status_code == 502 and reply.json()["data"]["code"] == "WORKER_LOST", reply.text
-                        assert reply.headers["x-omnienv-worker"] == str(live), "the router names itself on its own replies"
+                        assert reply.headers["x-omnienv-worker"] == str(live), "the router names itself"
                     else:
                         assert reply.status_code == 200 and reply.headers["x-omnienv-worker"] == str(live)
                 for _ in range(8):
