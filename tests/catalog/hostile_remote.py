@@ -15,6 +15,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from omnienv.core import StepResult
+
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 Answer = bytes | str | Callable[[Send], Awaitable[None]] | None
 
@@ -157,3 +159,11 @@ class HostileOpenEnv:
                 await send({"type": "websocket.send", "text": self.answer})
             else:  # close, or a step answered by hanging up
                 return await send({"type": "websocket.close", "code": 1000 if request["type"] == "close" else 1011})
+
+
+def assert_flagged(result: StepResult, state: Any, says: str) -> None:
+    """A step the foreign server broke: flagged as the environment's failure saying ``says``, with a
+    bounded message, masked (no reward), and the episode over."""
+    assert result.failure is not None and result.failure.kind == "env_error", result
+    assert says in result.failure.message and len(result.failure.message) < 1000, result.failure.message
+    assert result.reward == 0.0 and result.over and state.reward is None  # masked, never scored

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -15,7 +14,8 @@ import pytest
 from omnienv.catalog import openenv_remote
 from omnienv.core import StepResult, ToolCall, UnknownEnvironmentError, load_environment
 from omnienv.server import running
-from tests.catalog.hostile_remote import HostileOpenEnv, Send, flood, openenv_observation, trickle
+from tests.catalog.hostile_remote import HostileOpenEnv, Send, assert_flagged, flood, openenv_observation, trickle
+from tests.polling import eventually
 
 
 def one_step(url: str) -> tuple[StepResult, Any]:
@@ -27,21 +27,6 @@ def one_step(url: str) -> tuple[StepResult, Any]:
         return result, env.state()
     finally:
         env.close()
-
-
-def assert_flagged(result: StepResult, state: Any, says: str) -> None:
-    assert result.failure is not None and result.failure.kind == "env_error", result
-    assert says in result.failure.message and len(result.failure.message) < 1000, result.failure.message
-    assert result.reward == 0.0 and result.over and state.reward is None  # masked, never scored
-
-
-def eventually(check: Callable[[], bool], within_s: float = 10.0) -> bool:
-    deadline = time.monotonic() + within_s
-    while not check():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)
-    return True
 
 
 @pytest.mark.parametrize(
@@ -67,7 +52,7 @@ def test_an_answer_outside_the_protocol_is_flagged_and_the_next_episode_runs(ans
         server.answer = openenv_observation("0.5")
         result, state = one_step(f"openenv+{url}")
         assert result.failure is None and result.reward == 0.5 and state.reward == 0.5
-        assert eventually(lambda: server.open_sockets == 0)
+        eventually(lambda: server.open_sockets == 0, what="no socket left open on the server")
 
 
 def test_a_boolean_reward_is_one_as_openenvs_observation_allows() -> None:

@@ -18,7 +18,7 @@ from omnienv.app import create_app
 from omnienv.catalog import _ors_client
 from omnienv.core import EnvironmentDefinitionError, StepResult, ToolCall, load_environment
 from omnienv.server import running
-from tests.catalog.hostile_remote import HostileOrs, Send, flood, ors_output, sse, trickle
+from tests.catalog.hostile_remote import HostileOrs, Send, assert_flagged, flood, ors_output, sse, trickle
 
 
 def one_step(url: str) -> tuple[StepResult, Any]:
@@ -30,12 +30,6 @@ def one_step(url: str) -> tuple[StepResult, Any]:
         return result, env.state()
     finally:
         env.close()
-
-
-def assert_flagged(result: StepResult, state: Any, says: str) -> None:
-    assert result.failure is not None and result.failure.kind == "env_error", result
-    assert says in result.failure.message and len(result.failure.message) < 1000, result.failure.message
-    assert result.reward == 0.0 and result.over and state.reward is None  # masked, never scored
 
 
 @pytest.mark.parametrize(
