@@ -5,7 +5,6 @@ from __future__ import annotations
 import secrets
 import signal
 import time
-from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Annotated
 
@@ -154,7 +153,7 @@ def serve(
             raise fail("--workers runs the whole server in several processes here: drop --ray or --nemo-gym")
         _serve_workers(env, cls.name, config, host, port, workers, allow_host, log_level)
         return
-    announce = partial(_announce, cls.name, config, host, port, allow_host)
+    announce = partial(_announce, cls.name, config, host, port, allow_host, nemo_gym=nemo_gym)
     if nemo_gym:
         if ray is not None or agent_only:
             raise fail("--nemo-gym serves NeMo Gym's routes alone, on this process: drop --ray and --agent-only")
@@ -162,7 +161,7 @@ def serve(
 
         app = nemo_gym_app(cls, config)
         loaded()
-        run(app, host, port, log_level=log_level, after_start=partial(_announce_nemo_gym, announce, host, port))
+        run(app, host, port, log_level=log_level, after_start=announce)
         return
     if ray is not None:
         try:
@@ -193,13 +192,20 @@ def serve(
     run(app, host, port, log_level=log_level, after_start=announce)  # announced once it answers: see _announce
 
 
-def _announce(name: str, config: ServerConfig, host: str, port: int, allow_host: list[str] | None) -> None:
+def _announce(
+    name: str, config: ServerConfig, host: str, port: int, allow_host: list[str] | None, *, nemo_gym: bool = False
+) -> None:
     """Say where the server answers. A single server says so once it does, from uvicorn's
-    warm-up thread: rich is imported here, and start-up is timed until the first answer."""
+    warm-up thread: rich is imported here, and start-up is timed until the first answer.
+    ``nemo_gym``: NeMo Gym's routes alone, so no /ws and no play page to name."""
     from omnienv.server.origins import WILDCARDS
 
-    page = f", play it at http://{host}:{port}/ui/" if config.ui else ""
-    console.print(f"serving [bold]{name}[/] on http://{host}:{port} (WebSocket: ws://{host}:{port}/ws{page})")
+    if nemo_gym:
+        console.print(f"serving [bold]{name}[/] on http://{host}:{port}: NeMo Gym's resources-server routes alone")
+        console.print(f"NeMo Gym resources server: point its agents at http://{host}:{port}", soft_wrap=True)
+    else:
+        page = f", play it at http://{host}:{port}/ui/" if config.ui else ""
+        console.print(f"serving [bold]{name}[/] on http://{host}:{port} (WebSocket: ws://{host}:{port}/ws{page})")
     if host.strip().lower() in WILDCARDS and not allow_host:
         console.print(
             f"[yellow]bound to {host}: requests are answered only when their Host is a loopback name; "
@@ -212,11 +218,6 @@ def _announce(name: str, config: ServerConfig, host: str, port: int, allow_host:
             f"with POST /operator/sessions, header 'Authorization: Bearer {config.operator_token}'",
             soft_wrap=True,
         )
-
-
-def _announce_nemo_gym(announce: Callable[[], None], host: str, port: int) -> None:
-    announce()
-    console.print(f"NeMo Gym resources server: point its agents at http://{host}:{port}", soft_wrap=True)
 
 
 def _serve_workers(

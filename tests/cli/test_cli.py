@@ -1,15 +1,19 @@
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import orjson
 from typer.testing import CliRunner
 
 from omnienv.cli.main import app
 from omnienv.cli.play import parse_call
 from omnienv.envs.wordle import Wordle
+from tests.net import free_port
+from tests.polling import eventually
 
 runner = CliRunner(env={"COLUMNS": "200"})
 
@@ -77,3 +81,33 @@ def test_parse_call_forms() -> None:
     assert parse_call('{"name": "guess", "arguments": {"word": "slate"}}', tools).arguments == {"word": "slate"}
     assert parse_call("get_history", tools).name == "get_history"
     assert parse_call("guess word=crane", tools).arguments == {"word": "crane"}
+
+
+def test_serve_nemo_gym_announces_only_the_routes_it_serves(tmp_path: Path) -> None:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    command = [sys.executable, "-m", "omnienv.cli.main", "serve", "wordle", "--nemo-gym", "--port", str(port)]
+    log = tmp_path / "serve.log"
+    with log.open("w") as sink:
+        server = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, text=True, cwd=tmp_path)
+    try:
+
+        def announced() -> bool:
+            assert server.poll() is None, log.read_text()
+            return "point its agents at" in log.read_text()
+
+        eventually(announced, timeout=60.0, what="the start-up announcement")
+        output = " ".join(log.read_text().split())
+        assert f"serving wordle on {url}" in output
+        with httpx.Client(base_url=url, timeout=10.0) as client:
+            assert client.post("/seed_session", json={}).status_code == 200
+            assert client.get("/ws").status_code == 404 and client.get("/ui/").status_code == 404
+        # Whatever the announcement names must be there: no WebSocket and no play page on this server.
+        assert not re.search(r"/ws\b|/ui\b", output), output
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(timeout=30)
