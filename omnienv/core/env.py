@@ -40,6 +40,7 @@ from omnienv.core.results import ToolOutput, record_step
 from omnienv.core.rubric import Rubric
 from omnienv.core.seeding import seeded
 from omnienv.core.tasks import Task, TaskIndex
+from omnienv.core.text import bounded_error
 from omnienv.core.tools import ToolSpec, collect_tools, unknown_tool
 from omnienv.core.types import Failure, Observation, State, StepResult, ToolCall, episode_over
 
@@ -159,6 +160,13 @@ class EnvironmentBase:
         prompt = self.render_prompt(chosen, random.Random(seed))
         return None if prompt is None else _observation(prompt)
 
+    def _setup_failed(self, exc: Exception) -> EnvironmentFailure:
+        """The error of a reset whose ``setup`` raised. The previous episode ends with it: ``setup``
+        may have changed the environment halfway, so a step must not go on with the old episode
+        (it would be played, and scored, on the half-reset state); the next step asks for a reset."""
+        self._episode = None
+        return EnvironmentFailure(bounded_error(f"{self.name}: setup failed: {type(exc).__name__}: {exc}"))
+
     def _finish_reset(self, episode: EpisodeLedger, prompt: Prompt) -> Observation:
         self._episode = episode
         return _observation(prompt)
@@ -277,7 +285,7 @@ class Environment(EnvironmentBase):
         try:
             prompt = self.setup(episode.task, rng)
         except Exception as exc:
-            raise EnvironmentFailure(f"{self.name}: setup failed: {type(exc).__name__}: {exc}") from exc
+            raise self._setup_failed(exc) from exc
         return self._finish_reset(episode, prompt)
 
     def step(self, call: ToolCall) -> StepResult:
@@ -349,7 +357,7 @@ class AsyncEnvironment(EnvironmentBase):
         try:
             prompt = await self.setup(episode.task, rng)
         except Exception as exc:
-            raise EnvironmentFailure(f"{self.name}: setup failed: {type(exc).__name__}: {exc}") from exc
+            raise self._setup_failed(exc) from exc
         return self._finish_reset(episode, prompt)
 
     async def step(self, call: ToolCall) -> StepResult:

@@ -217,6 +217,51 @@ def test_a_rubric_that_is_not_a_finite_number_is_a_failure(value: float) -> None
     assert "not a finite number" in result.failure.message and env.state().reward is None
 
 
+def test_a_step_after_a_reset_whose_setup_failed_never_goes_on_with_the_old_episode() -> None:
+    """``setup`` may have changed the environment halfway: the old episode must not be played on."""
+
+    class Flaky(Counter):
+        fail_next = False
+
+        def setup(self, task: Task | None, rng: random.Random) -> str:
+            self.count = 100  # half-reset
+            if self.fail_next:
+                raise OSError("no sandbox")
+            return super().setup(task, rng)
+
+    class FlakyAsync(AsyncCounter):
+        fail_next = False
+
+        async def setup(self, task: Task | None, rng: random.Random) -> str:
+            if self.fail_next:
+                raise OSError("no sandbox")
+            return await super().setup(task, rng)
+
+    env = Flaky()
+    env.reset(task="train/0")
+    env.step(ToolCall("inc"))
+    env.fail_next = True
+    with pytest.raises(EnvironmentFailure, match="setup failed"):
+        env.reset(task="train/0")
+    with pytest.raises(NotResetError):
+        env.step(ToolCall("inc"))
+    env.fail_next = False
+    env.reset(task="train/0")
+    assert env.step(ToolCall("inc")).observation.text == "1"
+
+    async def main() -> None:
+        env = FlakyAsync()
+        await env.reset()
+        await env.step(ToolCall("inc"))
+        env.fail_next = True
+        with pytest.raises(EnvironmentFailure):
+            await env.reset()
+        with pytest.raises(NotResetError):
+            await env.step(ToolCall("inc"))
+
+    asyncio.run(main())
+
+
 def test_setup_crash_raises_environment_failure() -> None:
     class NoSetup(Counter):
         def setup(self, task: Task | None, rng: random.Random) -> str:
