@@ -22,6 +22,7 @@ from omnienv.core import (
     EnvironmentBase,
     EpisodeLedger,
     EpisodeOverError,
+    Failure,
     ImageBlock,
     State,
     StepResult,
@@ -97,9 +98,19 @@ class TextSession:
         return render_tools_prompt(self.env.tools, self.actions.tags)
 
     def reset(self, task: Task | str | None = None, seed: int | None = None) -> str:
-        """Start an episode; returns the prompt's text. Setup crashes raise EnvironmentFailure."""
-        observation = self.sync.reset(task, seed)
+        """Start an episode; returns the prompt's text. Setup crashes raise EnvironmentFailure.
+
+        A reset that raised leaves a failed episode behind, so every step is refused until a
+        reset succeeds: the environment still holds the episode before it (its ``setup`` ran
+        halfway), and a step would go on playing that one, scored as if nothing had happened.
+        """
         self.ledger = EpisodeLedger(seed=seed)
+        self.prompt_images = ()
+        try:
+            observation = self.sync.reset(task, seed)
+        except Exception as exc:
+            self.ledger.fail(Failure.from_exception("reset", exc))
+            raise
         self.prompt_images = tuple(block for block in observation.content if isinstance(block, ImageBlock))
         return observation.text
 

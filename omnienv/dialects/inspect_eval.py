@@ -15,6 +15,13 @@ the environment's tools as Inspect tools until the episode ends (the tool marks 
 completed), the model stops calling tools or the turn budget runs out. The scorer reports the
 episode's reward (rubric included). An episode whose infrastructure failed is left unscored (the
 scorer returns None), so it never counts as 0.
+
+Inspect's own sample limits (``message_limit``, ``token_limit``, ``time_limit``...) stop its loop
+by raising out of the solver, and Inspect then scores the sample as it stands: the episode is cut
+short, not void, so the solver ends it (``env.end()``: truncated, the rubric scores the state
+reached) before letting the limit through. A time limit cancels the solver, and under a
+cancelled scope every ``await`` is cancelled at once: ending and closing the environment run
+shielded (for at most ``_CLEANUP_S`` each), or a kernel or a display would outlive the sample.
 """
 
 from __future__ import annotations
@@ -22,14 +29,17 @@ from __future__ import annotations
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
+import anyio
 from inspect_ai import Task
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import ChatMessageUser, ContentImage, ContentText
 from inspect_ai.scorer import Score, Target, mean, scorer, stderr
 from inspect_ai.solver import Generate, TaskState, solver
 from inspect_ai.tool import Tool, ToolDef, ToolParams
+from inspect_ai.util import LimitExceededError
 
 from omnienv.core import (
+    AsyncEnv,
     EnvironmentBase,
     EpisodeLedger,
     ImageBlock,
@@ -45,6 +55,8 @@ __all__ = ["environment_task"]
 
 _RESULT = "omnienv"
 _OVER = "The episode is over; no more actions are taken."
+_CLEANUP_S = 60.0
+"""How long ending or closing an environment may take once Inspect has cancelled the sample."""
 
 
 def environment_task(
@@ -107,17 +119,41 @@ def _play(env_class: type[EnvironmentBase], max_turns: int) -> Any:
                 _inspect_tool(spec.name, spec.description, spec.parameters, tool_for(spec.name))
                 for spec in env_class.tools.values()
             ]
-            state = await generate(state, tool_calls="loop")
-            if not ledger.over:  # the model stopped or ran out of turns: end the episode and score it
-                ledger.record(await env.end(), step=False)
+            try:
+                state = await generate(state, tool_calls="loop")
+            except (LimitExceededError, anyio.get_cancelled_exc_class()):
+                await _shielded(_end(env, ledger))  # Inspect scores a sample stopped at its limit
+                _report(state, ledger)
+                raise
+            await _end(env, ledger)  # the model stopped or ran out of turns
+            _report(state, ledger)
         finally:
-            await env.close()
-        failure = ledger.failure.to_dict() if ledger.failure is not None else None
-        outcome = {"reward": ledger.reward, "done": ledger.done, "truncated": ledger.truncated, "failure": failure}
-        state.store.set(_RESULT, outcome)
+            await _shielded(env.close())
         return state
 
     return solve
+
+
+async def _end(env: AsyncEnv, ledger: EpisodeLedger) -> None:
+    """End the episode and score it, unless it is already over."""
+    if not ledger.over:
+        ledger.record(await env.end(), step=False)
+
+
+async def _shielded(work: Coroutine[Any, Any, None]) -> None:
+    """Run ``work`` even in a cancelled sample, for at most ``_CLEANUP_S``."""
+    with anyio.CancelScope(shield=True) as scope:
+        scope.deadline = anyio.current_time() + _CLEANUP_S
+        await work
+    if scope.cancelled_caught:
+        raise TimeoutError(f"cleaning up the environment took over {_CLEANUP_S:g}s")
+
+
+def _report(state: TaskState, ledger: EpisodeLedger) -> None:
+    """Leave the episode's outcome in the sample's store, for the scorer."""
+    failure = ledger.failure.to_dict() if ledger.failure is not None else None
+    outcome = {"reward": ledger.reward, "done": ledger.done, "truncated": ledger.truncated, "failure": failure}
+    state.store.set(_RESULT, outcome)
 
 
 def _inspect_tool(

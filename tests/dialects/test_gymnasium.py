@@ -17,7 +17,7 @@ from gymnasium import spaces
 from gymnasium.utils.env_checker import check_env
 from PIL import Image
 
-from omnienv.core import ImageBlock, Task, ToolCall
+from omnienv.core import EnvironmentFailure, EpisodeOverError, ImageBlock, Task, ToolCall
 from omnienv.dialects.gymnasium import AnyImage, AnyText, GymnasiumEnv, register
 from omnienv.envs.wordle.solver import next_guess, read_marks
 from tests.dialects.envs import Counter, Snapshot
@@ -106,6 +106,33 @@ def test_infrastructure_failure_truncates_and_is_flagged() -> None:
     assert math.isnan(reward) and (terminated, truncated) == (False, True)  # no reward at all, never a 0
     assert info["failure"]["kind"] == "env_error" and "the counter broke" in info["failure"]["message"]
     assert "will not be scored" in observation
+
+
+class Flaky(Counter):
+    """A counter whose sandbox fails to start when ``broken`` is set."""
+
+    broken = False
+
+    def setup(self, task: Task | None, rng: random.Random) -> str:
+        prompt = super().setup(task, rng)
+        if self.broken:
+            raise RuntimeError("the sandbox did not start")
+        return prompt
+
+
+def test_no_step_runs_after_a_reset_that_failed() -> None:
+    env = gymnasium.make(register("tests.dialects.test_gymnasium:Flaky", "test/flaky-v0"))
+    env.reset(seed=0)
+    env.step("<add>1</add>")
+    env.unwrapped.session.env.broken = True
+    with pytest.raises(EnvironmentFailure, match="the sandbox did not start"):
+        env.reset(seed=1)
+    with pytest.raises(EpisodeOverError):  # not a step of the episode before, scored as if nothing happened
+        env.step("<add>1</add>")
+    env.unwrapped.session.env.broken = False
+    env.reset(seed=2)
+    assert env.step("<add>3</add>")[1:4] == (pytest.approx(1.25), True, False)
+    env.close()
 
 
 def test_images_reach_the_agent_as_pixel_arrays() -> None:
