@@ -37,8 +37,11 @@ FIRST_UID = 2_000_000_000
 UIDS = 4096
 """The most X servers one machine runs at once."""
 LEASES = ".omnienv-x-users"
-"""The leases' directory in the temporary directory (not named ``omnienv-*``: :func:`~omnienv.
-sandboxes.sandbox.sweep_stale` deletes those of dead owners, and this one has no owner)."""
+"""The leases' directory, in ``/run``: one place for every process of the machine whatever its
+``TMPDIR`` (two places would hand one uid out twice), and writable by root alone (a directory
+another user made first would stop every desktop). Not named ``omnienv-*``, in case it falls back
+to the temporary directory: :func:`~omnienv.sandboxes.sandbox.sweep_stale` deletes those of dead
+owners there, and this one has no owner."""
 
 
 class ServerUser:
@@ -74,7 +77,7 @@ def lease_user() -> ServerUser | None:
 
 
 def _leases_dir() -> Path:
-    directory = Path(tempfile.gettempdir()) / LEASES
+    directory = Path("/run" if os.path.isdir("/run") else tempfile.gettempdir()) / LEASES
     with contextlib.suppress(FileExistsError):
         directory.mkdir(mode=0o700)
     found = os.lstat(directory)
