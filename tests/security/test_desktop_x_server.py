@@ -138,3 +138,30 @@ def test_without_a_user_to_lease_the_x_server_still_runs_in_its_sandbox(monkeypa
     finally:
         display.close_now()
     eventually(lambda: display.process.poll() is not None, what="its sandbox gone")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="dropping a capability from the bounding set takes root")
+def test_where_root_cannot_make_namespaces_the_x_server_falls_back_and_says_so() -> None:
+    """A container that allows user namespaces only (no CAP_SYS_ADMIN): the sessions' sandboxes
+    still run, so the X server must too, in a user namespace of its own, with a warning."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent(
+        """
+        import asyncio
+        from omnienv.sandboxes.xvfb import XvfbDisplay
+        display = XvfbDisplay.start()
+        try:
+            print("user", display.server.user)
+            print(asyncio.run(display.shell("echo ok")).stdout.strip())
+        finally:
+            display.close_now()
+        """
+    )
+    without = ["setpriv", "--bounding-set=-sys_admin", "--inh-caps=-sys_admin", "--"]
+    ran = subprocess.run([*without, sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.split("\n")[:2] == ["user None", "ok"], ran.stdout
+    assert "run as this process's own user" in ran.stderr and "CAP_SYS_ADMIN" in ran.stderr

@@ -9,9 +9,11 @@ started it or another session's X server. Each server gets a uid of its own inst
 :data:`FIRST_UID` on with a lock file per uid: a lease is held while its lock's file is open, by
 the owner and by the display's watchdog, so a uid is free again only once its X server is gone.
 
-Only a root process can hand out uids (``setpriv`` needs ``CAP_SETUID``), and only uids its user
-namespace maps. Elsewhere (a server run as another user, a rootless container) the X servers run as
-the server's own user, in a user namespace of their own, and a warning says what that leaves open.
+Only a root process can hand out uids (``setpriv`` needs ``CAP_SETUID``), only uids its user
+namespace maps, and only where it may make the X server's namespaces itself (``CAP_SYS_ADMIN``).
+Elsewhere (a server run as another user, a rootless container, a container that allows user
+namespaces only) the X servers run as the server's own user, in a user namespace of their own,
+and a warning says what that leaves open.
 """
 
 from __future__ import annotations
@@ -23,9 +25,11 @@ import logging
 import os
 import shutil
 import stat
+import subprocess
 import tempfile
 from pathlib import Path
 
+from omnienv.sandboxes.bubblewrap import LAUNCH_ENV, bwrap_path, system_view
 from omnienv.sandboxes.desktop import DisplayError
 
 __all__ = ["FIRST_UID", "UIDS", "ServerUser", "lease_user"]
@@ -94,6 +98,8 @@ def _can_lease() -> bool:
         reason = "setpriv (util-linux) is not installed"
     elif not _mapped(FIRST_UID, UIDS):
         reason = f"uids {FIRST_UID}-{FIRST_UID + UIDS - 1} are not mapped in this user namespace"
+    elif not _root_sandbox_runs():
+        reason = "bubblewrap cannot make namespaces here without a user namespace (no CAP_SYS_ADMIN)"
     else:
         return True
     logger.warning(
@@ -102,6 +108,18 @@ def _can_lease() -> bool:
         reason,
     )
     return False
+
+
+def _root_sandbox_runs() -> bool:
+    """Whether root may make the X server's namespaces itself and drop to a leased uid there (a
+    container without ``CAP_SYS_ADMIN`` allows only user namespaces, as the sessions' sandboxes use)."""
+    uid = str(FIRST_UID)
+    probe = [bwrap_path(), "--unshare-ipc", "--unshare-uts", *system_view(), "--"]
+    probe += ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--", "true"]
+    try:
+        return subprocess.run(probe, env=dict(LAUNCH_ENV), capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
 
 
 def _mapped(first: int, count: int) -> bool:
