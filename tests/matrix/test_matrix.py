@@ -61,7 +61,7 @@ def check(framework: str, env: str) -> None:
     assert report is not None, f"{framework} reported nothing for {env}"
     if report["rewards"] is not None:
         assert report["rewards"] == pytest.approx(list(expected.rewards)), "rewards step by step"
-    assert report["total"] == pytest.approx(expected.total), "the episode's reward"
+    assert report["total"] == pytest.approx(expected.total), f"the episode's reward ({report.get('notes')})"
     assert report["done"] is expected.done, "the end signal"
     crash = report["crash"]
     assert crash["masked"], f"the crash is not masked: {crash}"

@@ -228,7 +228,8 @@ def play(env: str, output_dir: str) -> dict[str, Any]:
         seen: list[Any] = [rows.to_list(), *trainer.prompts]
         notes = (
             f"TRL steps={trainer.state.global_step}; rewards/{type(played).__name__}={trainer.rewards}; "
-            f"images (as image tokens) in the model's last prompt={trainer.images_seen}"
+            f"images (as image tokens) in the model's last prompt={trainer.images_seen}; "
+            f"the played episode's failure={played.failure}"
         )
         return cell_report(
             env,
