@@ -228,6 +228,16 @@ def bare_upstream(handle: ASGIApp) -> ASGIApp:
     return app
 
 
+@bare_upstream
+async def terabyte_upstream(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """An upstream announcing a 1 TB answer, then holding the connection until its client leaves."""
+    await receive()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(1 << 40).encode())]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": b"{", "more_body": True})
+    await receive()
+
+
 def assert_calls_fail(proxy: CaptureProxy, status: int, says: str) -> None:
     """A whole and a streamed call through ``proxy`` both get ``status`` saying ``says``; neither is recorded."""
     model = client(proxy.episode_url("failing"))

@@ -18,7 +18,7 @@ import pytest
 
 from omnienv.capture import CaptureProxy
 from omnienv.server import running
-from tests.capture.test_proxy import bare_upstream, client
+from tests.capture.test_proxy import bare_upstream, client, terabyte_upstream
 
 MESSAGES: Any = [{"role": "user", "content": "hi"}]
 
@@ -109,15 +109,7 @@ def test_the_upstream_s_credentials_are_in_no_message() -> None:
 
 
 def test_an_answer_over_the_size_limit_gets_a_502() -> None:
-    @bare_upstream
-    async def huge(scope: dict[str, Any], receive: Any, send: Any) -> None:
-        await receive()
-        headers = [(b"content-type", b"application/json"), (b"content-length", str(1 << 40).encode())]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        await send({"type": "http.response.body", "body": b"{", "more_body": True})
-        await receive()  # until the proxy leaves
-
-    with running(huge) as url, CaptureProxy(f"{url}/v1") as proxy:
+    with running(terabyte_upstream) as url, CaptureProxy(f"{url}/v1") as proxy:
         with pytest.raises(openai.APIStatusError) as failed:
             client(proxy.episode_url("e")).chat.completions.create(model="m", messages=MESSAGES)
         assert proxy.calls("e") == []

@@ -19,7 +19,7 @@ from omnienv.envs.wordle import Wordle
 from omnienv.rollout import plan_episodes, read_episodes, rollout
 from omnienv.rollout.llm import ChatPolicy
 from omnienv.server import running
-from tests.capture.test_proxy import bare_upstream
+from tests.capture.test_proxy import bare_upstream, terabyte_upstream
 
 Handle = Callable[[dict[str, Any], Any, Any], Awaitable[None]]
 
@@ -154,16 +154,8 @@ def test_a_trickling_answer_is_bounded_by_the_request_timeout_as_a_whole(tmp_pat
 
 
 def test_an_answer_over_the_size_limit_is_a_model_failure_and_not_read(tmp_path: Path) -> None:
-    @server
-    async def huge(scope: dict[str, Any], receive: Any, send: Any) -> None:
-        await receive()
-        headers = [(b"content-type", b"application/json"), (b"content-length", str(1 << 40).encode())]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        await send({"type": "http.response.body", "body": b"{", "more_body": True})
-        await receive()  # until the client leaves
-
     out = tmp_path / "run.jsonl"
-    with running(huge) as url:
+    with running(terabyte_upstream) as url:
         play(url, 1, out)
     (episode,) = read_episodes(out)
     assert episode.failure is not None and episode.failure.kind == "model"
