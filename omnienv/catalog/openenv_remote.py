@@ -38,8 +38,9 @@ SCHEME = "openenv+"
 _URL = re.compile(r"^openenv\+(https?|wss?)://[^/\s]+(/\S*)?$")
 MESSAGE_TIMEOUT_S = 60.0
 OPEN_TIMEOUT_S = 10.0
-MAX_FRAME = 100 * 2**20
 ERROR_CHARS = 500
+_MESSAGE_TOO_BIG = 1009
+"""The close code a WebSocket sends when a frame is over its ``max_size``."""
 
 
 def is_openenv_url(name: str) -> bool:
@@ -67,7 +68,8 @@ class _Session:
         self.where = _wire.public(ws_url)
         try:
             # entered at once: the socket lives as long as this session, closed by close()
-            self.socket = connect(ws_url, open_timeout=OPEN_TIMEOUT_S, max_size=MAX_FRAME, proxy=None).__enter__()
+            limits = {"open_timeout": OPEN_TIMEOUT_S, "max_size": _wire.MAX_REPLY_BYTES, "proxy": None}
+            self.socket = connect(ws_url, **limits).__enter__()
         except Exception as exc:
             reason = _wire.redacted(str(exc), ws_url)[:ERROR_CHARS]
             raise EnvironmentFailure(f"cannot reach the OpenEnv server at {self.where}: {reason}") from exc
@@ -79,7 +81,9 @@ class _Session:
             raw = self.socket.recv(timeout=MESSAGE_TIMEOUT_S)
         except TimeoutError:
             raise OpenEnvServerError(f"{what}: no reply within {MESSAGE_TIMEOUT_S:g} s") from None
-        except Exception as exc:  # the connection closed (a frame over MAX_FRAME closes it too)
+        except Exception as exc:  # the connection closed, by the server or by a frame over the limit
+            if getattr(getattr(exc, "sent", None), "code", None) == _MESSAGE_TOO_BIG:
+                raise _wire.too_large(what, OpenEnvServerError) from None
             raise OpenEnvServerError(f"{what}: the connection was lost: {type(exc).__name__}: {exc}") from exc
         frame = _wire.decode(raw, what, OpenEnvServerError)
         if not isinstance(frame, dict) or not isinstance(frame.get("data") or {}, dict):

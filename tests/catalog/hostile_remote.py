@@ -107,9 +107,9 @@ async def _answer(answer: Answer, send: Send) -> None:
 ACTION_SCHEMA = json.dumps({"action": {"type": "object", "properties": {"move": {"type": "string"}}}})
 
 
-def openenv_observation(reward: str = "1.0", done: str = "true") -> str:
+def openenv_observation(reward: str = "1.0", done: str = "true", text: str = "moved") -> str:
     """An OpenEnv step reply whose ``reward`` and ``done`` are written raw."""
-    data = f'{{"observation": {{"text": "moved"}}, "reward": {reward}, "done": {done}}}'
+    data = f'{{"observation": {{"text": "{text}"}}, "reward": {reward}, "done": {done}}}'
     return f'{{"type": "observation", "data": {data}}}'
 
 

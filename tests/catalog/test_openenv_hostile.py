@@ -43,6 +43,7 @@ def one_step(url: str) -> tuple[StepResult, Any]:
         ("[1, 2]", "expected {'type'"),
         ('{"type": "observation", "data": ' + "[" * 100_000 + "]" * 100_000 + "}", "nests too deep"),
         (None, "the connection was lost"),
+        (openenv_observation(text="x" * (32 << 20)), "over 33,554,432 bytes"),
     ],
 )
 def test_an_answer_outside_the_protocol_is_flagged_and_the_next_episode_runs(answer: str | None, says: str) -> None:
