@@ -12,7 +12,9 @@ or from the command line, with the tasks of ``examples/inspect_tasks.py``::
 Each sample is one task of the split. The solver resets a fresh environment, shows the prompt,
 and hands the turn to Inspect's own tool loop (``generate(tool_calls="loop")``): the model calls
 the environment's tools as Inspect tools until the episode ends (the tool marks the sample
-completed), the model stops calling tools or the turn budget runs out. The scorer reports the
+completed), the model stops calling tools or the turn budget runs out. An error observation (an
+invalid action) reaches Inspect as the call's ``ToolError``, so its log and the model's provider
+mark the call failed, as for Inspect's own tools; the episode goes on. The scorer reports the
 episode's reward (rubric included). An episode whose infrastructure failed is left unscored (the
 scorer returns None), so it never counts as 0.
 
@@ -35,7 +37,7 @@ from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import ChatMessageUser, ContentImage, ContentText
 from inspect_ai.scorer import Score, Target, mean, scorer, stderr
 from inspect_ai.solver import Generate, TaskState, solver
-from inspect_ai.tool import Tool, ToolDef, ToolParams
+from inspect_ai.tool import Tool, ToolDef, ToolError, ToolParams
 from inspect_ai.util import LimitExceededError
 
 from omnienv.core import (
@@ -111,6 +113,8 @@ def _play(env_class: type[EnvironmentBase], max_turns: int) -> Any:
                     turns[0] += 1
                     if ledger.over or turns[0] >= max_turns:
                         state.completed = True  # Inspect's loop stops after this call's results
+                    if result.observation.is_error:  # the call failed: Inspect marks it so, as for its own tools
+                        raise ToolError(result.observation.text)
                     return _content(result.observation)
 
                 return run

@@ -35,6 +35,9 @@ def test_inspect_wins_wordle_samples(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     rewards = [float(r) for r in re.findall(r"^sample \S+ reward (\S+)$", result.stdout, re.M)]
     assert len(rewards) == 3 and all(r > 1.0 for r in rewards), result.stdout
+    errors = re.findall(r"^sample \S+ tool errors (.*)$", result.stdout, re.M)
+    assert errors[0] == "[\"'qqqqq' is not in the word list; this guess did not use an attempt.\"]", result.stdout
+    assert errors[1:] == ["[]", "[]"], result.stdout
 
 
 @pytest.mark.parametrize("env", ["jupyter", "desktop", "terminal"])
