@@ -166,7 +166,11 @@ def bwrap_command(
     ]  # fmt: skip
     # The private /tmp comes before the binds: a virtualenv or socket directory that lives under
     # the host's /tmp (a CI checkout, say) is then mounted on top of it instead of hidden by it.
-    cmd += ["--proc", "/proc", "--dev", "/dev", "--size", str(limits.shm_bytes), "--tmpfs", "/dev/shm"]
+    # /proc/sys read-only: the kernel lets a process whose uid is the host's root write the host's
+    # sysctls (core_pattern runs a program as root on the host) with no capability at all, and the
+    # sandbox's uid is the host's when the server runs as root. bwrap leaves it writable.
+    cmd += ["--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys"]
+    cmd += ["--dev", "/dev", "--size", str(limits.shm_bytes), "--tmpfs", "/dev/shm"]
     cmd += ["--size", str(limits.tmp_bytes), "--tmpfs", "/tmp"]
     for path in read_only:
         cmd += ["--ro-bind", path, path]
