@@ -117,12 +117,13 @@ class _Run:
             return {"stopped": "not_started"}
         shell = EpisodeShell(client, self.tool, self.harness.submit_marker)
         token = self.relay.open(shell)
+        model_url = self.proxy.open_episode(name)  # secret, as the relay's: no harness reaches another's
         try:
             context = EpisodeContext(
                 plan.index,
                 episode.prompt.text,
                 self.model,
-                self.proxy.episode_url(name),
+                model_url,
                 self.api_key,
                 f"{self.relay_url}/episodes/{token}",
                 self.root / name,
@@ -131,6 +132,7 @@ class _Run:
             finished = await self._launch(context, shell)
         finally:
             self.relay.close(token)
+            self.proxy.close_episode(name)
         await shell.settle()
         episode.steps = shell.steps
         episode.failure = shell.failure
@@ -228,7 +230,8 @@ def run_agents(
             # No idle reaping (a harness may think for long between commands); steps get a long limit.
             config = ServerConfig(ui=False, idle_timeout=None, step_timeout=max(900.0, limit))
             url = stack.enter_context(running(assemble(cls, config, plugins=())))
-        proxy = stack.enter_context(CaptureProxy(base_url, request_tokens=request_tokens, timeout=limit))
+        proxy = CaptureProxy(base_url, request_tokens=request_tokens, timeout=limit, gated=True)
+        stack.enter_context(proxy)
         root = stack.enter_context(_scratch(workdir))
         sinks = [stack.enter_context(path.open("wb")) if path else None for path in (out, records)]
         run = _Run(harness, cls.name, tool, model, api_key, url, proxy, root, limit)

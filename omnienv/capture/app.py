@@ -205,6 +205,11 @@ class ProxyApp:
                 episode = episode or value.decode("latin-1") or None
             elif name not in _DROPPED:
                 headers.append((name, value))
+        try:
+            episode = self.log.episode_of(episode)
+        except LookupError:
+            message = "capture proxy: no such episode (it is over, or its URL is wrong)"
+            return await _reply(send, *_error(404, message, "not_found"))
         query = scope.get("query_string")
         target = path + b"?" + query if query else path
         body = await _request_body(receive)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 import threading
 from collections.abc import Callable
 
@@ -15,16 +16,49 @@ class CallLog:
 
     Thread-safe: the proxy adds from its server thread while a trainer reads from another.
     ``on_call`` sees each call as it is added (``omnienv proxy --out`` writes it to a file).
+
+    A ``gated`` log serves only episodes that were opened (:meth:`open`), each through a secret key
+    in its URL: a client that knows another episode's name, or guesses it, can neither add calls to
+    it nor reach the upstream through it, and a closed episode's key is refused.
     """
 
-    def __init__(self, on_call: Callable[[ModelCall], None] | None = None) -> None:
+    def __init__(self, on_call: Callable[[ModelCall], None] | None = None, *, gated: bool = False) -> None:
         self._lock = threading.Lock()
         self._calls: dict[str | None, list[ModelCall]] = {}
         self._next: dict[str | None, int] = {}
+        self._keys: dict[str, str] = {}
         self.on_call = on_call
+        self.gated = gated
 
-    def add(self, call: ModelCall) -> ModelCall:
+    def open(self, episode: str) -> str:
+        """A new secret key that names ``episode`` (in a URL or the header) until :meth:`close`."""
+        key = secrets.token_urlsafe(24)
         with self._lock:
+            self._keys[key] = episode
+        return key
+
+    def close(self, episode: str) -> None:
+        """Refuse the episode's keys from now on, and record none of its calls still running; the
+        calls already recorded stay for :meth:`drain`."""
+        with self._lock:
+            self._keys = {key: name for key, name in self._keys.items() if name != episode}
+
+    def episode_of(self, named: str | None) -> str | None:
+        """The episode a call that names ``named`` belongs to: ``named`` itself, or in a gated log
+        the episode its key was opened for. Raises ``LookupError`` for a gated log's unknown key."""
+        if not self.gated:
+            return named
+        with self._lock:
+            episode = self._keys.get(named) if named is not None else None
+        if episode is None:
+            raise LookupError(named)
+        return episode
+
+    def add(self, call: ModelCall) -> ModelCall | None:
+        """Record ``call``; a gated log drops (None) a call whose episode was closed while it ran."""
+        with self._lock:
+            if self.gated and call.episode not in self._keys.values():
+                return None
             call.index = self._next.get(call.episode, 0)
             self._next[call.episode] = call.index + 1
             self._calls.setdefault(call.episode, []).append(call)

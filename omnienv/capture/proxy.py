@@ -42,6 +42,8 @@ class CaptureProxy(AbstractContextManager["CaptureProxy"]):
 
     ``with CaptureProxy("http://127.0.0.1:8000/v1") as proxy:`` then point a harness at
     ``proxy.episode_url("ep-1")`` and read ``proxy.calls("ep-1")`` when it is done.
+    ``gated=True`` serves only the episodes opened with :meth:`open_episode`, each on a secret URL:
+    for harnesses that must not reach one another's episodes.
     """
 
     def __init__(
@@ -52,10 +54,11 @@ class CaptureProxy(AbstractContextManager["CaptureProxy"]):
         request_tokens: bool = True,
         timeout: float = 600.0,
         on_call: Callable[[ModelCall], None] | None = None,
+        gated: bool = False,
     ) -> None:
         self.upstream = upstream
         self.host = host
-        self.log = CallLog(on_call)
+        self.log = CallLog(on_call, gated=gated)
         self.app = create_proxy_app(upstream, self.log, request_tokens=request_tokens, timeout=timeout)
         self._serving: AbstractContextManager[str] | None = None
         self._url: str | None = None
@@ -89,6 +92,17 @@ class CaptureProxy(AbstractContextManager["CaptureProxy"]):
     def episode_url(self, episode: str) -> str:
         """The OpenAI base URL whose calls all belong to ``episode``."""
         return f"{self.url}/episodes/{quote(episode, safe='')}/v1"
+
+    def open_episode(self, episode: str) -> str:
+        """A secret OpenAI base URL whose calls all belong to ``episode``, until :meth:`close_episode`.
+
+        With ``gated=True`` these are the only URLs served: another client that knows (or guesses)
+        the episode's name reaches nothing, and nothing more is recorded for it once it is closed."""
+        return self.episode_url(self.log.open(episode))
+
+    def close_episode(self, episode: str) -> None:
+        """Refuse ``episode``'s URL from now on (its recorded calls stay for :meth:`drain`)."""
+        self.log.close(episode)
 
     def calls(self, episode: str | None) -> list[ModelCall]:
         return self.log.calls(episode)

@@ -1,0 +1,96 @@
+"""Harnesses that misbehave, on the host where they run: each gets only its own episode, and leaves nothing.
+
+The harness process runs on the host (only its commands are sandboxed), and a model can steer what
+it does. Each test here runs a small real program as the harness, under ``run_agents``, with the
+scripted model on 127.0.0.1, and checks what the runner recorded and what is left afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from omnienv.agents import AgentRun, load_spec, run_agents
+from omnienv.core import Environment, Task, tool
+from omnienv.rollout.scripted_openai import create_app
+from omnienv.server import running
+
+POST = """
+import json, os, urllib.error, urllib.request
+
+def post(url, note, headers={}):
+    body = json.dumps({"model": "m", "messages": [{"role": "user", "content": note}]}).encode()
+    request = urllib.request.Request(url + "/chat/completions", body, {"content-type": "application/json", **headers})
+    try:
+        with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(request, timeout=30) as answer:
+            return answer.status
+    except urllib.error.HTTPError as error:
+        return error.code
+"""
+
+
+class EchoShell(Environment):
+    """A shell that runs nothing (it echoes): the harness's doings on the host are what is tested."""
+
+    name = "echo-shell"
+
+    def setup(self, task: Task | None, rng: random.Random) -> str:
+        return "Echo."
+
+    @tool
+    def run(self, command: str) -> str:
+        """Echo a command.
+
+        Args:
+            command: The command line.
+        """
+        return f"{command}\n[exit code 0]"
+
+
+@pytest.fixture
+def model() -> Iterator[str]:
+    with running(create_app(lambda messages: [])) as url:
+        yield f"{url}/v1"
+
+
+def play(tmp_path: Path, model: str, program: str, episodes: int = 1, timeout_s: float | None = None) -> AgentRun:
+    (tmp_path / "agent.py").write_text(POST + program)
+    (tmp_path / "agent.toml").write_text('command = ["{python}", "{spec_dir}/agent.py"]\n')
+    spec = load_spec(tmp_path / "agent.toml")
+    work = tmp_path / "work"
+    return run_agents(
+        spec,
+        EchoShell,
+        model="m",
+        base_url=model,
+        episodes=episodes,
+        concurrency=episodes,
+        workdir=work,
+        timeout_s=timeout_s,
+    )
+
+
+def test_a_harness_reaches_no_other_episodes_model_url(tmp_path: Path, model: str) -> None:
+    """Both harnesses run at once and try every way of naming the other's episode on the capture
+    proxy: its URL (the name is ``episode-N``), the episode header, no episode at all. Only their
+    own secret URL answers, so each record holds its own call and nothing else."""
+    program = """
+base = os.environ["OPENAI_BASE_URL"]
+root = base.split("/episodes/")[0]
+tried = {"own": post(base, "own")}
+for index in range(2):
+    tried[f"path-{index}"] = post(f"{root}/episodes/episode-{index}/v1", f"path-{index}")
+    tried[f"header-{index}"] = post(f"{root}/v1", f"header-{index}", {"X-Omnienv-Episode": f"episode-{index}"})
+tried["unnamed"] = post(f"{root}/v1", "unnamed")
+print(json.dumps(tried))
+"""
+    run = play(tmp_path, model, program, episodes=2)
+    for item in run.episodes:
+        assert [call.request["messages"][0]["content"] for call in item.record.calls] == ["own"]
+        log = (tmp_path / "work" / f"episode-{item.episode.index}" / "harness.log").read_text()
+        tried = json.loads(log.splitlines()[-1])
+        assert tried.pop("own") == 200 and set(tried.values()) == {404}, tried

@@ -1,0 +1,73 @@
+"""A gated capture proxy (the agent runner's): each episode on a secret URL, refused once closed.
+
+Harnesses of concurrent episodes share one proxy. Episode names are guessable (``episode-N``), so
+a harness that could name another episode would add its own calls to that episode's training
+record; a gated proxy serves only the keys it handed out, and none after the episode is closed.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import httpx
+import pytest
+
+from omnienv.capture import EPISODE_HEADER, CaptureProxy
+from omnienv.rollout.scripted_openai import Reply, create_app
+from omnienv.server import running
+
+BODY = {"model": "scripted", "messages": [{"role": "user", "content": "Hello"}]}
+
+
+@pytest.fixture
+def proxy() -> Iterator[CaptureProxy]:
+    with running(create_app(lambda messages: [])) as upstream, CaptureProxy(f"{upstream}/v1", gated=True) as capture:
+        yield capture
+
+
+def post(url: str, **options: Any) -> int:
+    return httpx.post(f"{url}/chat/completions", json=BODY, timeout=30, **options).status_code
+
+
+def test_only_an_open_episodes_secret_url_is_served(proxy: CaptureProxy) -> None:
+    url = proxy.open_episode("episode-0")
+    assert url.startswith(f"{proxy.url}/episodes/") and "episode-0" not in url
+    assert post(url) == 200
+    key = url.split("/episodes/")[1].split("/")[0]
+    assert post(proxy.base_url, headers={EPISODE_HEADER: key}) == 200  # the key in the header works too
+    refused = [
+        proxy.episode_url("episode-0"),  # the episode's name is no key
+        proxy.base_url,  # a call that names no episode
+    ]
+    assert [post(guess) for guess in refused] == [404, 404]
+    assert post(proxy.base_url, headers={EPISODE_HEADER: "episode-0"}) == 404
+    assert httpx.get(f"{proxy.episode_url('episode-0')}/models", timeout=30).status_code == 404
+    proxy.close_episode("episode-0")
+    assert post(url) == 404  # over: its own URL is refused
+    calls = proxy.drain("episode-0")
+    assert [call.index for call in calls] == [0, 1] and all(call.episode == "episode-0" for call in calls)
+    assert proxy.episodes() == []
+
+
+def test_a_call_still_running_when_its_episode_closes_is_not_recorded() -> None:
+    """The runner closes an episode once its harness is reaped, so what finishes later is a
+    leftover's: kept, it would sit in the log for good (no one drains it again)."""
+    arrived, release = threading.Event(), threading.Event()
+
+    def responder(messages: list[dict[str, Any]]) -> Reply:
+        arrived.set()
+        release.wait(30)
+        return []
+
+    with running(create_app(responder)) as upstream, CaptureProxy(f"{upstream}/v1", gated=True) as proxy:
+        url = proxy.open_episode("episode-1")
+        with ThreadPoolExecutor(1) as pool:
+            late = pool.submit(post, url)
+            assert arrived.wait(30)  # the call is past the gate, at the model
+            proxy.close_episode("episode-1")
+            release.set()
+            assert late.result() == 200
+        assert proxy.drain("episode-1") == [] and proxy.episodes() == []
