@@ -51,3 +51,22 @@ def test_directories_nested_past_pythons_recursion_limit_are_graded(tmp_path: Pa
         assert (result.failure, result.reward) == (None, 1.0), result
     finally:
         env.close()
+
+
+def test_an_agent_that_fills_its_memory_with_files_is_scored_never_void(tmp_path: Path) -> None:
+    """The workspace is kept in memory and charged to the sandbox, so files that fill its memory leave
+    no room for a new shell: the agent did that, and the episode ends graded, never void."""
+    env = harbor_environment(make_task(tmp_path, toml_extra="[environment]\nmemory_mb = 64\nstorage_mb = 256\n"))()
+    try:
+        env.reset("train/answer")
+        env.step(run("echo 42 > out.txt"))
+        fill = "for i in $(seq 256); do f=$(mktemp fill.XXXXXX) && head -c 1M /dev/zero > $f || break; done; exit"
+        for _ in range(30):  # each shell fills what it can, until none can start
+            result = env.step(run(fill))
+            assert result.failure is None, result.failure
+            if result.done:
+                break
+        assert result.done and result.info["ended_by_agent"]["reason"] == "memory_limit", result
+        assert result.reward == 1.0, "the workspace is graded as the agent left it"
+    finally:
+        env.close()

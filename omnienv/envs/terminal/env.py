@@ -167,7 +167,7 @@ class Terminal(Environment):
 
     def _run(self, command: str, timeout: float) -> CommandResult:
         """Run in the shell for at most ``timeout`` seconds, and never past the task's own limit."""
-        if self.shell is None or self.harbor is None:  # pragma: no cover - the base class refuses steps before reset
+        if self.shell is None or self.harbor is None or self.sandbox is None:  # pragma: no cover
             raise ToolError("no shell: the episode has not started")
         left = self.harbor.agent_timeout - (time.monotonic() - self.started)
         if left <= 0:
@@ -176,7 +176,17 @@ class Terminal(Environment):
                 "agent_timeout",
             )
         self.commands += 1
-        return self.shell.run(command, min(timeout, left))
+        full = self.sandbox.memory_limit_hits()
+        try:
+            return self.shell.run(command, min(timeout, left))
+        except Exception as exc:  # a new shell (after an exit, or one that would not stop) did not start
+            if self.sandbox.memory_limit_hits() > full:  # the agent's files or processes fill its memory
+                raise AgentCausedEnd(
+                    "the sandbox's memory is full (the workspace's files count too): no new shell could start; "
+                    "the workspace is graded as it stands",
+                    "memory_limit",
+                ) from exc
+            raise
 
     @tool
     def run(self, command: str, timeout: float = 60.0) -> str:
