@@ -36,6 +36,10 @@ __all__ = ["GRADER_LIBRARY", "VERIFIER_PREFIX", "Verdict", "preflight_nesting", 
 GRADER_LIBRARY = Path(__file__).parent / "tasks" / "_shared"
 """The shipped graders' library; a task whose ``tests/`` has its ``verifylib.py`` uses it."""
 VERIFIER_PREFIX = "omnienv-verifier-"
+HOME_MOUNT = "/opt/omnienv/home"
+"""The verifier's home: empty, and where no workspace may be mounted. At ``/home/user``, a task
+working there would hand the grader the agent's ``~/.gitconfig``, ``~/.jq`` or Python user site,
+whose ``.pth`` files run in every ``python3`` the verifier starts."""
 REQUIRE_NESTING = {"OMNIENV_VERIFIER": "1"}
 """Tells the shipped graders they run here, where they must nest (a task's ``ENV`` cannot undo it)."""
 VERIFIER_ENV = {**SANDBOX_ENV, **REQUIRE_NESTING}
@@ -76,6 +80,8 @@ def verify(task: HarborTask, workspace: Path, limits: Limits) -> Verdict:
         copy_tree(task.tests_dir, tests, follow_within=task.root)
         logs = sandbox.run_dir / "verifier"
         logs.mkdir()
+        home = sandbox.private_dir / "home"
+        home.mkdir()
         shims = sandbox.root / "shims"
         shims.mkdir()
         for name in ("apt-get", "apt"):
@@ -83,12 +89,12 @@ def verify(task: HarborTask, workspace: Path, limits: Limits) -> Verdict:
             (shims / name).chmod(0o555)
         log_file = sandbox.root / "verifier.log"
         script = 'cd "$1" && exec bash /tests/test.sh'
-        env = {**SANDBOX_ENV, **task.env, **task.verifier_env, **REQUIRE_NESTING}
+        env = {**SANDBOX_ENV, "HOME": HOME_MOUNT, **task.env, **task.verifier_env, **REQUIRE_NESTING}
         with open(log_file, "wb") as log:
             process = sandbox.spawn(
                 ["bash", "-c", script, "verifier", task.workdir],
                 env={**env, "PATH": f"{TOOLS_MOUNT}:{env['PATH']}"},  # APT_SHIM comes first
-                binds=[*workspace_binds(sandbox, task), (str(logs), LOGS_MOUNT)],
+                binds=[*workspace_binds(sandbox, task), (str(logs), LOGS_MOUNT), (str(home), HOME_MOUNT)],
                 files=[(str(tests), TESTS_MOUNT), (str(shims), TOOLS_MOUNT)],
                 stdout=log,
                 stderr=log,

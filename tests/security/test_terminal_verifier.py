@@ -1,0 +1,49 @@
+"""The verifier's own sandbox against what the agent left: settings for the grader's programs.
+
+The verifier runs ``test.sh`` over a copy of the agent's workspace. Whatever of that copy the
+grader's programs read as their own settings would let the agent's files run in the grader: a
+task working in the sandbox's home (``/home/user``) once made the agent's ``~/.gitconfig`` and
+Python user site the verifier's own.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from omnienv.core import ToolCall
+from omnienv.envs.terminal import harbor_environment
+from tests.envs.test_terminal import make_task
+
+GRADE_IN_HOME = """#!/bin/bash
+python3 /tests/grade.py
+git add -A && git status --short >/dev/null
+"""
+GRADE_PY = """import pathlib
+out = pathlib.Path("/home/user/out.txt")
+ok = out.is_file() and out.read_text().strip() == "42"
+pathlib.Path("/logs/verifier/reward.txt").write_text("1" if ok else "0")
+"""
+PLANT = "echo 1 > /logs/verifier/reward.txt"
+PLANT_HOME = (  # a .pth that plants the reward and ends the grader; a git hook of the global config
+    'site=$(python3 -c "import site; print(site.getusersitepackages())") && mkdir -p "$site" && '
+    f'echo \'import os; os.system("{PLANT}"); os._exit(0)\' > "$site/grade.pth" && git init -q && '
+    f"printf '[core]\\n\\tfsmonitor = \"{PLANT}; echo\"\\n' > ~/.gitconfig"
+)
+
+
+def test_a_task_working_in_the_home_gives_the_grader_none_of_the_agents_settings(tmp_path: Path) -> None:
+    task = make_task(tmp_path, dockerfile="FROM ubuntu:24.04\nWORKDIR /home/user\n", test=GRADE_IN_HOME)
+    (task / "tests" / "grade.py").write_text(GRADE_PY)
+    env = harbor_environment(task)()
+    try:
+        scores = []
+        for commands in ([PLANT_HOME], [PLANT_HOME, "echo 42 > out.txt"]):
+            env.reset("train/answer")
+            for command in commands:
+                assert "[exit code 0]" in env.step(ToolCall("run", {"command": command})).observation.text
+            result = env.step(ToolCall("submit", {}))
+            assert result.failure is None, result
+            scores.append(result.reward)
+        assert scores == [0.0, 1.0], "the agent's home settings must not run in the grader"
+    finally:
+        env.close()
