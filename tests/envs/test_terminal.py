@@ -228,6 +228,8 @@ def test_nothing_the_agent_plants_or_leaves_running_changes_its_grade(tmp_path: 
         ("echo nan > /logs/verifier/reward.txt", 0.0, "not a finite number"),
         ("echo '[1]' > /logs/verifier/reward.json", 0.0, "not an object"),
         ("echo {bad > /logs/verifier/reward.json", 0.0, "not JSON"),
+        ("python3 -Ic 'print(chr(91) * 30000)' > /logs/verifier/reward.json", 0.0, "not JSON"),  # nested deep
+        ("python3 -Ic 'print(10**400)' > /logs/verifier/reward.json", 0.0, "no finite reward"),  # no float holds it
         ("ln -s /etc/passwd /logs/verifier/reward.txt", 0.0, "wrote no reward"),
         ("true", 0.0, "wrote no reward"),
         ("sleep 30", 0.0, "ran over its 1 s"),

@@ -146,13 +146,14 @@ def _read_rewards(logs: Path, output: str) -> Verdict:
     if raw_json is not None:
         try:
             data = json.loads(raw_json)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: arrays nested past Python's limit
             return Verdict(0.0, {}, "reward.json is not JSON", output)
         if isinstance(data, (int, float)) and not isinstance(data, bool):
             data = {"reward": data}
         if not isinstance(data, dict):
             return Verdict(0.0, {}, "reward.json is not an object of named rewards", output)
-        rewards = {str(k): float(v) for k, v in data.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        numbers = {str(k): v for k, v in data.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        rewards = {k: float(v) if -1e308 < v < 1e308 else math.inf for k, v in numbers.items()}  # 10**400: no float
         if not rewards or not all(math.isfinite(v) for v in rewards.values()):
             return Verdict(0.0, {}, "reward.json holds no finite reward", output)
         main = rewards.get("reward", next(iter(rewards.values())) if len(rewards) == 1 else None)
