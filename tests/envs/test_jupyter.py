@@ -6,6 +6,7 @@ import asyncio
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -57,6 +58,16 @@ def test_answers_are_checked_by_value_never_by_substring() -> None:
     assert not answers_match("durian, fig", "durian") and not answers_match("nan", 1.0)
     assert answers_match("Fig,durian", "fig, durian") and not answers_match("durian, fig", "fig, durian")
     assert not answers_match("1, 280", 1280)
+    assert answers_match("'3.'", 3) and answers_match("`3.` .", "3.") and answers_match("* durian . .", "durian")
+
+
+@pytest.mark.parametrize("junk", ["a" + ". " * 500_000, "* " * 500_000 + "a", "a" + "." * 1_000_000])
+def test_an_answer_of_megabytes_of_junk_is_checked_at_once(junk: str) -> None:
+    """The answer is the agent's: trimming its ends one character a pass held the server's
+    interpreter for minutes on one final_answer of the largest size a message may have."""
+    start = time.monotonic()
+    assert not answers_match(junk, "b") and not answers_match(junk, 3)
+    assert time.monotonic() - start < 5.0  # one pass takes milliseconds; a pass per character, minutes
 
 
 # -- the environment ---------------------------------------------------------------------------

@@ -20,15 +20,15 @@ _LIST_COMMA = re.compile(r"\s*,\s*")
 
 
 def normalise_text(text: str) -> str:
-    """Trim quotes, code marks and a final full stop; lower-case; collapse whitespace."""
-    text = " ".join(str(text).split())
-    while True:
-        trimmed = text.strip(_WRAPPERS).strip()
-        if trimmed.endswith(".") and not _NUMBER.fullmatch(trimmed):
-            trimmed = trimmed[:-1].rstrip()
-        if trimmed == text:
-            return text.casefold()
-        text = trimmed
+    """Trim quotes, code marks and final full stops; lower-case; collapse whitespace.
+
+    One pass over each end (an answer of the agent's may be megabytes of ``. . .``): at the end,
+    quotes, spaces and full stops go, but a number's own point stays (``"3."``)."""
+    text = " ".join(str(text).split()).lstrip(_WRAPPERS + " ")
+    core = text.rstrip(_WRAPPERS + " .")
+    if text[len(core) : len(core) + 1] == "." and _NUMBER.fullmatch(core + "."):
+        core += "."
+    return core.casefold()
 
 
 def parse_number(text: str) -> float | None:
