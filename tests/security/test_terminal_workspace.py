@@ -10,6 +10,10 @@ host's copy could once follow, which must be graded and never void the episode.
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 from omnienv.core import ToolCall
@@ -19,6 +23,25 @@ from tests.envs.test_terminal import make_task
 
 def run(command: str) -> ToolCall:
     return ToolCall("run", {"command": command})
+
+
+AS_OWNER_ONLY = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search", "--"] if os.geteuid() == 0 else []
+"""A server that reads the agent's files as their owner, as an unprivileged server does (root without
+the capabilities that let it read any file)."""
+PLAY_UNREADABLE = """
+import json, sys
+from pathlib import Path
+from omnienv.core import ToolCall
+from omnienv.envs.terminal import harbor_environment
+env = harbor_environment(Path(sys.argv[1]))()
+try:
+    env.reset("train/answer")
+    env.step(ToolCall("run", {"command": "echo 42 > out.txt; mkdir hidden; chmod 000 hidden /app"}))
+    result = env.step(ToolCall("submit", {}))
+    print(json.dumps({"reward": result.reward, "failure": str(result.failure) if result.failure else None}))
+finally:
+    env.close()
+"""
 
 
 def test_the_agent_cannot_put_a_host_directory_in_place_of_its_workspace(tmp_path: Path) -> None:
@@ -70,3 +93,15 @@ def test_an_agent_that_fills_its_memory_with_files_is_scored_never_void(tmp_path
         assert result.reward == 1.0, "the workspace is graded as the agent left it"
     finally:
         env.close()
+
+
+def test_a_workspace_the_agent_made_unreadable_is_graded_never_void(tmp_path: Path) -> None:
+    """``chmod 000 /app`` makes the workspace's host directory unreadable to a server that is not
+    root: its copy for the verifier failed, and the episode was void."""
+    task = make_task(tmp_path)
+    child = subprocess.run(
+        [*AS_OWNER_ONLY, sys.executable, "-c", PLAY_UNREADABLE, str(task)],
+        capture_output=True, text=True, timeout=300, cwd=Path(__file__).resolve().parents[2],
+    )  # fmt: skip
+    assert child.returncode == 0, child.stderr[-2000:]
+    assert json.loads(child.stdout.splitlines()[-1]) == {"reward": 1.0, "failure": None}, child.stderr[-2000:]

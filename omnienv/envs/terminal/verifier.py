@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,6 +76,7 @@ def verify(task: HarborTask, workspace: Path, limits: Limits) -> Verdict:
     """Grade ``workspace`` (a host directory, the agent's final one) with ``task``'s tests."""
     sandbox = Sandbox(limits, prefix=VERIFIER_PREFIX, hidden=(task.root,))
     try:
+        os.chmod(workspace, 0o755)  # as it was made: the agent may have made its mount point unreadable to the host
         copy_tree(workspace, workspace_dir(sandbox))
         tests = sandbox.root / "tests"  # the task's own, with the files its suite shares by link
         copy_tree(task.tests_dir, tests, follow_within=task.root)
