@@ -69,4 +69,11 @@ def remove_tree(root: Path) -> None:
     try:
         shutil.rmtree(root, ignore_errors=True)
     except RecursionError:  # directories nested deeper than Python's recursion limit (3.11's rmtree recurses)
-        subprocess.run(["rm", "-rf", "--one-file-system", "--", str(root)], capture_output=True, timeout=300)
+        _remove(root)
+    if os.path.lexists(root):  # directories the sandbox made unreadable (chmod 000): as their owner, open them
+        subprocess.run(["chmod", "-R", "u+rwx", "--", str(root)], capture_output=True, timeout=300)  # links ignored
+        _remove(root)
+
+
+def _remove(root: Path) -> None:
+    subprocess.run(["rm", "-rf", "--one-file-system", "--", str(root)], capture_output=True, timeout=300)

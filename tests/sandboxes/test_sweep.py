@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -72,3 +74,34 @@ def test_a_tree_nested_past_pythons_recursion_limit_is_removed(tmp_path: Path) -
     os.close(fd)
     remove_tree(root)
     assert not root.exists()
+
+
+REMOVE_AS_OWNER = """
+import os, sys
+from pathlib import Path
+from omnienv.sandboxes.tmpfs import remove_tree
+root = Path(sys.argv[1])
+(root / "work" / "home" / "locked" / "deep").mkdir(parents=True)
+(root / "work" / "home" / "locked" / "deep" / "file").write_text("x")
+os.symlink(root.parent / "outside", root / "work" / "home" / "locked" / "link")
+os.chmod(root / "work" / "home" / "locked" / "deep", 0)
+os.chmod(root / "work" / "home" / "locked", 0)
+remove_tree(root)
+print(os.path.lexists(root))
+"""
+
+
+def test_a_tree_its_sandbox_made_unreadable_is_removed(tmp_path: Path) -> None:
+    """A server that is not root reads the agent's files as their owner only: directories the agent
+    made unreadable (``chmod 000``) outlived the sandbox, and every sweep after it. (Root without the
+    capabilities that let it read any file stands for such a server.)"""
+    as_owner = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search", "--"] if os.geteuid() == 0 else []
+    root = tmp_path / "omnienv-locked"
+    (tmp_path / "outside").write_text("a host file")
+    (tmp_path / "outside").chmod(0o400)
+    child = subprocess.run(
+        [*as_owner, sys.executable, "-c", REMOVE_AS_OWNER, str(root)],
+        capture_output=True, text=True, timeout=120, cwd=Path(__file__).resolve().parents[2],
+    )  # fmt: skip
+    assert (child.returncode, child.stdout.strip()) == (0, "False"), child.stderr
+    assert (tmp_path / "outside").stat().st_mode & 0o777 == 0o400, "a link in the tree must never be followed"
