@@ -9,12 +9,24 @@ death the host caused is an infrastructure failure, flagged and masked.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
+from omnienv.rollout import plan_episodes, rollout
+from omnienv.rollout.llm import ChatPolicy
+from omnienv.rollout.scripted_openai import create_app, observations
 from omnienv.sandboxes.bubblewrap import Limits
 from omnienv.sandboxes.jupyter import KernelPool
-from tests.security._jupyter import agent, assert_scored_end, needs_bwrap, needs_memory_cgroup, served_jupyter
+from omnienv.server import running
+from tests.security._jupyter import (
+    agent,
+    assert_scored_end,
+    jupyter_class,
+    needs_bwrap,
+    needs_memory_cgroup,
+    served_jupyter,
+)
 
 pytestmark = needs_bwrap
 
@@ -112,3 +124,35 @@ def test_a_kernel_that_cuts_its_lifeline_ends_only_its_own_episode(served: tuple
         assert "2" in bystander.run("print(y)").observation.text
         with agent(url) as later:
             assert "3" in later.run("print(3)").observation.text
+
+
+SURROGATE = r"""k = get_ipython().kernel
+parts = k.session.serialize(k.session.msg("stream", {}, parent=k.get_parent("shell")))
+at = parts.index(b"<IDS|MSG>")
+parts[at + 5] = b'{"name": "stdout", "text": "L\\ud800R"}'
+parts[at + 1] = k.session.sign(parts[at + 2 : at + 6])
+k.iopub_socket.send_multipart(parts)
+import time
+time.sleep(0.5)
+"""
+
+
+def test_a_lone_surrogate_in_the_kernels_output_does_not_void_an_in_process_eval(
+    served: tuple[str, KernelPool],
+) -> None:
+    """The kernel's JSON may escape a lone surrogate, which no UTF-8 encoder takes: passed on in the
+    observation, the next request to the model failed and the eval flagged the episode, which the
+    agent was losing, as a failure."""
+    _, pool = served
+    seen: list[str] = []
+
+    def responder(messages: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+        seen[:] = observations(messages)
+        return [("final_answer", {"answer": "0"})] if seen else [("add_and_execute_code_cell", {"code": SURROGATE})]
+
+    env = jupyter_class(pool, 3)
+    with running(create_app(responder)) as url:
+        policy = lambda: ChatPolicy("scripted", env.tools, base_url=f"{url}/v1", max_retries=0)  # noqa: E731
+        summary = rollout(env, policy, plan_episodes(env, 1, "train"))
+    assert summary.failures == 0 and summary.scored == 1 and summary.mean_reward == 0.0, summary
+    assert seen == ["L\ufffdR"], seen

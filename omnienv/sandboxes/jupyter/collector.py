@@ -1,7 +1,8 @@
 """Gathers one execution's iopub messages into a bounded :class:`~omnienv.sandboxes.cells.CellOutput`.
 
 Everything a message carries is checked before it is kept: the kernel is the agent's, so a field
-may be of any type or size (within the channel's frame limit). An image is kept only if its
+may be of any type or size (within the channel's frame limit), and its text may hold a lone
+surrogate (U+FFFD here, as :mod:`omnienv.core.text` says). An image is kept only if its
 base64 text fits ``image_bytes`` once decoded (checked before decoding) and is valid.
 """
 
@@ -11,6 +12,7 @@ import base64
 import binascii
 from typing import Any
 
+from omnienv.core.text import valid_text
 from omnienv.sandboxes.cells import BoundedText, CellError, CellOutput, OutputLimits, strip_ansi
 
 __all__ = ["OutputCollector"]
@@ -21,8 +23,11 @@ _RESULTS = 5
 
 
 def _text(value: Any, limit: int) -> str:
+    """``value`` as text of at most ``limit`` characters (and a note), lone surrogates replaced: the
+    kernel's JSON may escape one (``"\\ud800"``), which no encoder after this takes."""
     text = value if isinstance(value, str) else repr(value)
-    return text if len(text) <= limit else text[:limit] + f"\n[... {len(text) - limit} characters omitted ...]"
+    text = text if len(text) <= limit else text[:limit] + f"\n[... {len(text) - limit} characters omitted ...]"
+    return valid_text(text)
 
 
 class OutputCollector:
