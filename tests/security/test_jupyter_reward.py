@@ -156,3 +156,32 @@ def test_a_lone_surrogate_in_the_kernels_output_does_not_void_an_in_process_eval
         summary = rollout(env, policy, plan_episodes(env, 1, "train"))
     assert summary.failures == 0 and summary.scored == 1 and summary.mean_reward == 0.0, summary
     assert seen == ["L\ufffdR"], seen
+
+
+DEEP = "[" * 1020 + "]" * 1020  # as deep as the host's JSON reader takes, past what repr walks
+NESTED = [
+    pytest.param("display_data", f'{{"data": {{"text/plain": {DEEP}}}, "metadata": {{}}}}', id="result"),
+    pytest.param("stream", f'{{"name": "stdout", "text": {DEEP}}}', id="stream"),
+    pytest.param("error", f'{{"ename": {DEEP}, "evalue": {DEEP}, "traceback": [{DEEP}]}}', id="error"),
+]
+
+
+@pytest.mark.parametrize(("kind", "content"), NESTED)
+def test_text_nested_past_pythons_stack_is_shown_not_a_void_episode(
+    served: tuple[str, KernelPool], kind: str, content: str
+) -> None:
+    """A field that should be text holds a list nested a thousand deep: ``repr`` raised RecursionError
+    on the host, the step failed, and the episode, which the agent was losing, was void."""
+    url, _ = served
+    send = (
+        f"k = get_ipython().kernel\nparts = k.session.serialize(k.session.msg({kind!r}, {{}}, "
+        'parent=k.get_parent("shell")))\nat = parts.index(b"<IDS|MSG>")\n'
+        f"parts[at + 5] = {content.encode()!r}\n"
+        "parts[at + 1] = k.session.sign(parts[at + 2 : at + 6])\nk.iopub_socket.send_multipart(parts)\n"
+        "import time\ntime.sleep(0.5)"
+    )
+    with agent(url) as player:
+        result = player.run(send)
+        assert result.failure is None and not result.done, result
+        assert "[[[[" in result.observation.text, result.observation.text
+        assert "4" in player.run("print(2 + 2)").observation.text

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import reprlib
 from typing import Any
 
 from omnienv.core.text import valid_text
@@ -20,12 +21,15 @@ __all__ = ["OutputCollector"]
 _NAME_CHARS = 200
 _VALUE_CHARS = 2_000
 _RESULTS = 5
+_SHORT = reprlib.Repr()
+"""For a field that should be text and is not: its JSON may nest a thousand deep, past what ``repr``
+walks before a RecursionError (which voided the episode); this one stops a few levels down."""
 
 
 def _text(value: Any, limit: int) -> str:
     """``value`` as text of at most ``limit`` characters (and a note), lone surrogates replaced: the
     kernel's JSON may escape one (``"\\ud800"``), which no encoder after this takes."""
-    text = value if isinstance(value, str) else repr(value)
+    text = value if isinstance(value, str) else _SHORT.repr(value)
     text = text if len(text) <= limit else text[:limit] + f"\n[... {len(text) - limit} characters omitted ...]"
     return valid_text(text)
 
