@@ -8,6 +8,8 @@ death the host caused is an infrastructure failure, flagged and masked.
 
 from __future__ import annotations
 
+import base64
+import io
 from collections.abc import Iterator
 from typing import Any
 
@@ -185,3 +187,46 @@ def test_text_nested_past_pythons_stack_is_shown_not_a_void_episode(
         assert result.failure is None and not result.done, result
         assert "[[[[" in result.observation.text, result.observation.text
         assert "4" in player.run("print(2 + 2)").observation.text
+
+
+def _png(corrupt: bool) -> str:
+    from PIL import Image
+
+    out = io.BytesIO()
+    Image.new("RGB", (64, 48), "red").save(out, "PNG")
+    data = bytearray(out.getvalue())
+    if corrupt:
+        data[data.index(b"IDAT") + 8] ^= 0xFF  # inside the compressed pixels, the header still reads
+    return base64.b64encode(bytes(data)).decode()
+
+
+@pytest.mark.parametrize("png", [base64.b64encode(b"hello").decode(), _png(corrupt=True)], ids=["junk", "corrupt"])
+def test_an_image_that_is_no_png_is_not_shown_so_no_model_request_fails(
+    served: tuple[str, KernelPool], png: str
+) -> None:
+    """The agent's code may display any bytes as ``image/png``. A model's API refuses an image it
+    cannot decode, and the eval flagged that failed request, and the agent's losing episode, as a
+    failure; the endpoint here decodes every image as such an API does."""
+    from PIL import Image
+
+    _, pool = served
+    images: list[bytes] = []
+
+    def responder(messages: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+        for message in messages:
+            for part in message["content"] if isinstance(message.get("content"), list) else []:
+                if part.get("type") == "image_url":
+                    images.append(base64.b64decode(part["image_url"]["url"].split(",", 1)[1]))
+                    Image.open(io.BytesIO(images[-1])).load()  # raises: the request fails
+        if observations(messages):
+            return [("final_answer", {"answer": "0"})]
+        shown = "\n".join(f"display({{'image/png': {image!r}, 'text/plain': 'x'}}, raw=True)" for image in (png, good))
+        return [("add_and_execute_code_cell", {"code": "from IPython.display import display\n" + shown})]
+
+    good = _png(corrupt=False)
+    env = jupyter_class(pool, 3)
+    with running(create_app(responder)) as url:
+        policy = lambda: ChatPolicy("scripted", env.tools, base_url=f"{url}/v1", max_retries=0)  # noqa: E731
+        summary = rollout(env, policy, plan_episodes(env, 1, "train"))
+    assert summary.failures == 0 and summary.scored == 1 and summary.mean_reward == 0.0, summary
+    assert images == [base64.b64decode(good)], images  # a real PNG still goes through

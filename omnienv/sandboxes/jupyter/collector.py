@@ -3,13 +3,15 @@
 Everything a message carries is checked before it is kept: the kernel is the agent's, so a field
 may be of any type or size (within the channel's frame limit), and its text may hold a lone
 surrogate (U+FFFD here, as :mod:`omnienv.core.text` says). An image is kept only if its
-base64 text fits ``image_bytes`` once decoded (checked before decoding) and is valid.
+base64 text fits ``image_bytes`` once decoded (checked before decoding) and is a PNG that decodes
+whole, of at most :data:`IMAGE_PIXELS` (checked from its header before it is decoded).
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import io
 import reprlib
 from typing import Any
 
@@ -21,6 +23,8 @@ __all__ = ["OutputCollector"]
 _NAME_CHARS = 200
 _VALUE_CHARS = 2_000
 _RESULTS = 5
+IMAGE_PIXELS = 1 << 23
+"""The most pixels an image may have (8.4 million, 3000 x 2800 say): it is decoded to be checked."""
 _SHORT = reprlib.Repr()
 """For a field that should be text and is not: its JSON may nest a thousand deep, past what ``repr``
 walks before a RecursionError (which voided the episode); this one stops a few levels down."""
@@ -32,6 +36,22 @@ def _text(value: Any, limit: int) -> str:
     text = value if isinstance(value, str) else _SHORT.repr(value)
     text = text if len(text) <= limit else text[:limit] + f"\n[... {len(text) - limit} characters omitted ...]"
     return valid_text(text)
+
+
+def _decodes_as_png(raw: bytes) -> bool:
+    """Whether ``raw`` is a whole PNG of at most :data:`IMAGE_PIXELS`: a model's API refuses any other
+    bytes sent as one, and the eval flagged the request that failed (and the agent's episode with it)."""
+    from PIL import Image  # matplotlib's own dependency, so here wherever a local kernel is
+
+    try:
+        with Image.open(io.BytesIO(raw), formats=["PNG"]) as image:
+            width, height = image.size
+            if width * height > IMAGE_PIXELS:  # checked before decoding: a few kilobytes inflate to gigabytes
+                return False
+            image.load()
+    except Exception:  # Pillow raises many kinds for bad data: each means "not a PNG"
+        return False
+    return True
 
 
 class OutputCollector:
@@ -90,7 +110,7 @@ class OutputCollector:
         except (binascii.Error, ValueError):
             self.dropped_images += 1
             return
-        if len(raw) <= self.limits.image_bytes:
+        if len(raw) <= self.limits.image_bytes and _decodes_as_png(raw):
             self.images.append(raw)
         else:
             self.dropped_images += 1
@@ -100,7 +120,7 @@ class OutputCollector:
         if self.dropped_images:
             notes.append(
                 f"{self.dropped_images} image(s) not shown (at most {self.limits.images} per "
-                f"cell, {self.limits.image_bytes} bytes each)."
+                f"cell, PNG of {self.limits.image_bytes} bytes and {IMAGE_PIXELS:,} pixels each)."
             )
         return CellOutput(
             self.stdout.value(), self.stderr.value(), list(self.results), list(self.images), self.error, None, notes
