@@ -14,10 +14,12 @@ import json
 import os
 import subprocess
 import sys
+import tracemalloc
 from pathlib import Path
 
 from omnienv.core import ToolCall
 from omnienv.envs.terminal import harbor_environment
+from omnienv.envs.terminal.workspace import copy_tree
 from tests.envs.test_terminal import make_task
 
 
@@ -105,3 +107,21 @@ def test_a_workspace_the_agent_made_unreadable_is_graded_never_void(tmp_path: Pa
     )  # fmt: skip
     assert child.returncode == 0, child.stderr[-2000:]
     assert json.loads(child.stdout.splitlines()[-1]) == {"reward": 1.0, "failure": None}, child.stderr[-2000:]
+
+
+def test_the_copy_of_a_directory_of_many_files_holds_no_list_of_them(tmp_path: Path) -> None:
+    """An agent's sandbox may hold a million empty files (its memory, not its storage, bounds them):
+    the host's copy for the verifier listed each directory whole, hundreds of megabytes of the
+    server's memory per episode."""
+    source = tmp_path / "workspace" / "many"
+    source.mkdir(parents=True)
+    for number in range(10_000):
+        os.close(os.open(source / str(number), os.O_CREAT | os.O_WRONLY, 0o644))
+    tracemalloc.start()
+    try:
+        copy_tree(source.parent, tmp_path / "copy")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(os.listdir(tmp_path / "copy" / "many")) == 10_000
+    assert peak < 2_000_000, f"the copy held {peak / 1e6:.0f} MB at once"

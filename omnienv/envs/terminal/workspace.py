@@ -138,32 +138,33 @@ def copy_tree(source: Path, target: Path, *, follow_within: Path | None = None) 
     while pending:
         directory, copy, followed = pending.pop()
         try:
-            entries = list(os.scandir(directory))
+            entries = os.scandir(directory)  # read as it is copied: no list of the million files an agent made
         except OSError as exc:
             if first:
                 raise
             logger.warning("workspace copy skipped %s: %s", directory, exc)
             continue
         first = False
-        for entry in entries:
-            destination = copy / entry.name
-            try:
-                mode = entry.stat(follow_symlinks=False).st_mode
-                entry_path, into = entry.path, followed
-                if stat.S_ISLNK(mode) and within is not None:
-                    resolved = Path(entry.path).resolve()
-                    if resolved.is_relative_to(within) and resolved not in followed:
-                        mode, entry_path, into = resolved.stat().st_mode, str(resolved), followed | {resolved}
-                if stat.S_ISLNK(mode):
-                    os.symlink(os.readlink(entry.path), destination)
-                elif stat.S_ISDIR(mode):
-                    destination.mkdir(exist_ok=True)
-                    pending.append((entry_path, destination, into))
-                    made.append((entry_path, destination))
-                elif stat.S_ISREG(mode):
-                    shutil.copy2(entry_path, destination, follow_symlinks=False)
-            except OSError as exc:
-                logger.warning("workspace copy skipped %s: %s", entry.path, exc)
+        with entries:
+            for entry in entries:
+                destination = copy / entry.name
+                try:
+                    mode = entry.stat(follow_symlinks=False).st_mode
+                    entry_path, into = entry.path, followed
+                    if stat.S_ISLNK(mode) and within is not None:
+                        resolved = Path(entry.path).resolve()
+                        if resolved.is_relative_to(within) and resolved not in followed:
+                            mode, entry_path, into = resolved.stat().st_mode, str(resolved), followed | {resolved}
+                    if stat.S_ISLNK(mode):
+                        os.symlink(os.readlink(entry.path), destination)
+                    elif stat.S_ISDIR(mode):
+                        destination.mkdir(exist_ok=True)
+                        pending.append((entry_path, destination, into))
+                        made.append((entry_path, destination))
+                    elif stat.S_ISREG(mode):
+                        shutil.copy2(entry_path, destination, follow_symlinks=False)
+                except OSError as exc:
+                    logger.warning("workspace copy skipped %s: %s", entry.path, exc)
     for entry_path, destination in reversed(made):  # children before parents: a copy changes its parent's times
         with contextlib.suppress(OSError):
             shutil.copystat(entry_path, destination, follow_symlinks=False)
