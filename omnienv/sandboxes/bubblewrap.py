@@ -9,10 +9,12 @@ that sandbox's processes and one session's fork bomb cannot starve another's.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import functools
 import os
 import shutil
+import stat
 import struct
 import subprocess
 import sys
@@ -170,6 +172,8 @@ def bwrap_command(
     # sysctls (core_pattern runs a program as root on the host) with no capability at all, and the
     # sandbox's uid is the host's when the server runs as root. bwrap leaves it writable.
     cmd += ["--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys"]
+    for path in _root_only_proc():  # the same uid reads what the host shows only to root: cover it
+        cmd += ["--ro-bind", "/dev/null", path]
     cmd += ["--dev", "/dev", "--size", str(limits.shm_bytes), "--tmpfs", "/dev/shm"]
     cmd += ["--size", str(limits.tmp_bytes), "--tmpfs", "/tmp"]
     for path in read_only:
@@ -206,6 +210,21 @@ def system_view() -> list[str]:
         if os.path.exists(f"/etc/{name}"):
             options += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
     return options
+
+
+@functools.cache
+def _root_only_proc() -> tuple[str, ...]:
+    """The files of the host's ``/proc`` that only root may read: the kernel's slab and page tables,
+    its timers and memory map (what a kernel exploit looks for). Each is covered by ``/dev/null``,
+    which the sandbox may not open (``/proc`` is mounted ``nodev``)."""
+    found = []
+    with contextlib.suppress(OSError), os.scandir("/proc") as entries:
+        for entry in entries:
+            with contextlib.suppress(OSError):
+                if not entry.name.isdigit() and entry.is_file(follow_symlinks=False):
+                    if not entry.stat(follow_symlinks=False).st_mode & stat.S_IROTH:
+                        found.append(entry.path)
+    return tuple(sorted(found))
 
 
 def options_file() -> int:
