@@ -3,7 +3,12 @@
 A harness is someone else's program with children of its own (a shell tool, a language server, a
 retrying HTTP client), so it runs in a new session (its own process group): when its episode is
 done, whatever it left behind is killed with it, whether it exited, ran out of time, or the run was
-interrupted. It ends in one of three ways, each the agent's own outcome:
+interrupted. A child that left the group (``setsid``, a daemon's double fork) is found by the
+variable every harness process starts with, ``OMNIENV_HARNESS_RUN``, a secret of the episode's,
+and killed too; only one that also cleared its environment is out of reach. What the harness
+prints (stdout and stderr together) goes to ``harness.log`` up to ``LOG_LIMIT`` bytes, then only
+its last ``LOG_TAIL`` bytes, so a harness that floods its output fills no disk.
+It ends in one of three ways, each the agent's own outcome:
 
 - ``exited``: it stopped by itself (submitted, gave up, crashed: its exit code says which);
 - ``timeout``: it ran past the episode's limit and was stopped;
@@ -16,10 +21,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import secrets
 import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from omnienv.agents.harness import Launch
 
@@ -30,6 +37,11 @@ GRACE_S = 10.0
 TERM_S = 3.0
 """How long a stopped harness has between SIGTERM and SIGKILL."""
 LOG_TAIL = 4000
+LOG_LIMIT = 8 * 1024 * 1024
+"""How much of a harness's output ``harness.log`` keeps from the start (then its last ``LOG_TAIL`` bytes)."""
+MARK = "OMNIENV_HARNESS_RUN"
+"""The variable each harness process starts with (a secret per episode): what it left is found by it."""
+_SWEEPS = 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,29 +71,62 @@ async def run_process(
 ) -> Finished:
     """Run the harness until it exits, its time is up, or ``grace_s`` after ``over`` is set."""
     log = cwd / "harness.log"
+    mark = secrets.token_urlsafe(18)
     started = time.perf_counter()
-    with log.open("wb") as output:
+    # Its output pipe is ours, not asyncio's: asyncio's wait() also waits for its pipes to close,
+    # which a daemon that keeps the pipe open would put off until it dies.
+    read_end, write_end = os.pipe()
+    with log.open("wb") as output, open(read_end, "rb", buffering=0) as pipe:
         try:
             process = await asyncio.create_subprocess_exec(
                 *launch.argv,
                 cwd=cwd,
-                env=launch.env,
+                env={**launch.env, MARK: mark},
                 stdin=asyncio.subprocess.PIPE if launch.stdin is not None else asyncio.subprocess.DEVNULL,
-                stdout=output,
+                stdout=write_end,
                 stderr=asyncio.subprocess.STDOUT,
                 start_new_session=True,
             )
         except OSError as exc:
             return Finished("not_started", None, time.perf_counter() - started, log, f"{type(exc).__name__}: {exc}")
-    feeding = asyncio.create_task(_feed(process, launch.stdin))
-    try:
-        stopped = await _watch(process, timeout_s, over, grace_s)
-    finally:
-        await _reap(process)
-        feeding.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await feeding
+        finally:
+            os.close(write_end)
+        feeding = asyncio.create_task(_feed(process, launch.stdin))
+        logging = asyncio.create_task(_log(pipe, output))
+        try:
+            stopped = await _watch(process, timeout_s, over, grace_s)
+        finally:
+            await _reap(process)
+            await asyncio.to_thread(_sweep, f"{MARK}={mark}".encode())
+            await asyncio.wait({logging}, timeout=TERM_S)  # every writer is dead: the pipe ends at once
+            for task in (feeding, logging):
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
     return Finished(stopped, process.returncode, time.perf_counter() - started, log)
+
+
+async def _log(pipe: BinaryIO, output: BinaryIO) -> None:
+    """Copy the harness's output to its log: the first ``LOG_LIMIT`` bytes, then the last ``LOG_TAIL``."""
+    reader = asyncio.StreamReader()
+    transport, _ = await asyncio.get_running_loop().connect_read_pipe(
+        lambda: asyncio.StreamReaderProtocol(reader), pipe
+    )
+    kept, tail, left_out = 0, b"", 0
+    try:
+        while chunk := await reader.read(1 << 16):
+            head = chunk[: max(0, LOG_LIMIT - kept)]
+            output.write(head)
+            kept += len(head)
+            if len(head) < len(chunk):
+                joined = tail + chunk[len(head) :]
+                left_out += max(0, len(joined) - LOG_TAIL)
+                tail = joined[-LOG_TAIL:]
+    finally:
+        transport.close()
+        if left_out:
+            output.write(f"\n[... {left_out:,} bytes of output left out ...]\n".encode())
+        output.write(tail)
 
 
 async def _feed(process: asyncio.subprocess.Process, data: bytes | None) -> None:
@@ -127,3 +172,28 @@ async def _reap(process: asyncio.subprocess.Process) -> None:
             pass
     _signal_group(process, signal.SIGKILL)  # its children too, even when it exited by itself
     await process.wait()
+
+
+def _environ(pid: str) -> list[bytes]:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as environ:
+            return environ.read().split(b"\0")
+    except OSError:  # gone, or not ours
+        return []
+
+
+def _sweep(mark: bytes) -> None:
+    """Kill every process whose environment holds ``mark``: what a harness left outside its process
+    group. Each is checked again through a pidfd before the signal, so a reused pid is never hit."""
+    for _ in range(_SWEEPS):
+        found = [pid for pid in os.listdir("/proc") if pid.isdigit() and mark in _environ(pid)]
+        if not found:
+            return
+        for pid in found:
+            with contextlib.suppress(OSError):
+                handle = os.pidfd_open(int(pid))
+                try:
+                    if mark in _environ(pid):
+                        signal.pidfd_send_signal(handle, signal.SIGKILL)
+                finally:
+                    os.close(handle)

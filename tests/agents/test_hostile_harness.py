@@ -8,16 +8,21 @@ scripted model on 127.0.0.1, and checks what the runner recorded and what is lef
 from __future__ import annotations
 
 import json
+import os
 import random
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from omnienv.agents import AgentRun, load_spec, run_agents
+from omnienv.agents.process import LOG_LIMIT, LOG_TAIL
 from omnienv.core import Environment, Task, tool
 from omnienv.rollout.scripted_openai import create_app
 from omnienv.server import running
+from tests.agents.test_cli_harness import running_process
+from tests.polling import eventually
 
 POST = """
 import json, os, urllib.error, urllib.request
@@ -94,3 +99,54 @@ print(json.dumps(tried))
         log = (tmp_path / "work" / f"episode-{item.episode.index}" / "harness.log").read_text()
         tried = json.loads(log.splitlines()[-1])
         assert tried.pop("own") == 200 and set(tried.values()) == {404}, tried
+
+
+def test_a_daemon_the_harness_started_dies_with_its_episode(tmp_path: Path, model: str) -> None:
+    """A double fork with ``setsid`` leaves the harness's process group, which was all the runner
+    killed: the daemon outlived its episode."""
+    program = """
+import time
+post(os.environ["OPENAI_BASE_URL"], "own")
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        with open("daemon.pid.part", "w") as f:
+            f.write(str(os.getpid()))
+        os.rename("daemon.pid.part", "daemon.pid")
+        os.execvp("sleep", ["sleep", "300"])
+    os._exit(0)
+deadline = time.monotonic() + 30
+while not os.path.exists("daemon.pid") and time.monotonic() < deadline:
+    time.sleep(0.01)
+"""
+    run = play(tmp_path, model, program)
+    pid = int((tmp_path / "work" / "episode-0" / "daemon.pid").read_text())
+    try:
+        (item,) = run.episodes
+        assert item.harness["stopped"] == "exited" and item.episode.failure is None
+        eventually(lambda: not running_process(pid), 10, f"the daemon {pid} killed")
+    finally:
+        if running_process(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_a_harness_flooding_its_output_fills_no_disk(tmp_path: Path, model: str) -> None:
+    """Its log keeps the start and the end of what it printed, not all 64 MiB of it."""
+    program = """
+import sys
+post(os.environ["OPENAI_BASE_URL"], "own")
+print("the start", flush=True)
+block = b"x" * (1 << 20)
+for _ in range(64):
+    sys.stdout.buffer.write(block)
+print("the end", flush=True)
+sys.exit(1)
+"""
+    run = play(tmp_path, model, program)
+    (item,) = run.episodes
+    log = tmp_path / "work" / "episode-0" / "harness.log"
+    assert log.stat().st_size < LOG_LIMIT + 2 * LOG_TAIL
+    text = log.read_text()
+    assert text.startswith("the start\n") and text.endswith("x" * 100 + "the end\n")
+    assert "bytes of output left out" in text and item.harness["log_tail"].endswith("the end\n")
+    assert item.harness["exit_code"] == 1 and item.episode.failure is None
