@@ -132,6 +132,7 @@ def test_the_working_directory_comes_from_the_dockerfile_or_task_toml_and_never_
         ("WORKDIR /app/../usr/local/app\n", None): "works in or over /usr, where",
         ("WORKDIR /tests\n", None): "works in or over /tests, where",
         ("WORKDIR /opt\n", None): "works in or over /opt/omnienv, where",  # over the verifier's tools
+        ("WORKDIR /home\n", None): "works in or over /home/user, where",  # over the sandbox's home
         ("", "/opt"): "[environment] workdir /opt is in or over /opt/omnienv, where",
         ("", "/etc/app"): "[environment] workdir /etc/app is in or over /etc, where",
         ("WORKDIR /app\nCOPY app/keep.txt ../etc/x\n", None): "writes outside the working directory /app",

@@ -37,7 +37,7 @@ from typing import Any
 from omnienv.core import EnvironmentDefinitionError
 from omnienv.envs.terminal.hazards import verifier_hazards
 from omnienv.envs.terminal.offline import host_has_package, installs_over_network, script_needs, system_packages
-from omnienv.sandboxes.bubblewrap import SYSTEM_PATHS
+from omnienv.sandboxes.bubblewrap import HOME, SYSTEM_PATHS
 
 __all__ = ["BuildStep", "HarborTask", "HarborTaskError", "find_tasks", "read_task", "read_toml"]
 
@@ -172,7 +172,7 @@ def _read_task(path: Path, name: str, root: Path | None) -> HarborTask:
             if reserved := _reserved(workdir):
                 raise HarborTaskError(
                     f"task '{name}' needs a container: task.toml's [environment] workdir {workdir} is in or over "
-                    f"{reserved}, where the sandbox mounts the host's system or the verifier's files"
+                    f"{reserved}, where the sandbox mounts the host's system, its home or the verifier's files"
                 )
         elif not _inside(workdir, mount):
             raise HarborTaskError(
@@ -402,7 +402,8 @@ def _read_dockerfile(path: Path, name: str) -> tuple[str, list[str], list[BuildS
                 raise refuse(
                     number,
                     line,
-                    f"works in or over {reserved}, where the sandbox mounts the host's system or the verifier's files",
+                    f"works in or over {reserved}, where the sandbox mounts the host's system, its home or the "
+                    "verifier's files",
                 )
             workdirs.append(cwd)
         elif keyword == "ENV":
@@ -450,11 +451,13 @@ def _env_pairs(arguments: str) -> dict[str, str]:
 
 
 def _reserved(mount: str) -> str | None:
-    """The system directory (or the verifier's) that a writable workspace at ``mount`` would hide
-    or lie in. The workspace is mounted over the verifier's files: at ``/opt`` it would hide the
-    verifier's tools, and the agent's own ``bash`` would grade it."""
+    """The system directory (or the verifier's, or the sandbox's home) that a writable workspace at
+    ``mount`` would hide or lie in. The workspace is mounted over the verifier's files: at ``/opt``
+    it would hide the verifier's tools, and the agent's own ``bash`` would grade it."""
     if mount == "/":
         return "/"
+    if _inside(HOME, mount) and mount != HOME:  # over the home: no shell could start in it (/home)
+        return HOME
     paths = (*SYSTEM_PATHS, *VERIFIER_PATHS)
     return next((path for path in paths if _inside(mount, path) or _inside(path, mount)), None)
 
