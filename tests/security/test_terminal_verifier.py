@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from omnienv.core import ToolCall
 from omnienv.envs.terminal import harbor_environment
 from tests.envs.test_terminal import make_task
@@ -47,3 +49,34 @@ def test_a_task_working_in_the_home_gives_the_grader_none_of_the_agents_settings
         assert scores == [0.0, 1.0], "the agent's home settings must not run in the grader"
     finally:
         env.close()
+
+
+SEARCH_PATHS = "FROM ubuntu:24.04\nWORKDIR /app\nENV PATH=/app/bin:$PATH PYTHONPATH=/app\n"
+GRADE_JSON = """import json, pathlib
+ok = json.loads(pathlib.Path("/app/out.json").read_text() or "null") == {"x": 42}
+pathlib.Path("/logs/verifier/reward.txt").write_text("1" if ok else "0")
+"""
+SHADOW = "printf 'def loads(text):\\n    return {\"x\": 42}\\n' > json.py && touch out.json"
+
+
+@pytest.mark.parametrize("reset", ["", "unset PYTHONPATH; export PATH=/usr/bin:/bin\n"], ids=["as-is", "reset"])
+def test_a_search_path_into_the_workspace_is_named_on_reading(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, reset: str
+) -> None:
+    """The verifier runs with the task's ENV: ``PYTHONPATH=/app`` makes the agent's json.py what even
+    ``python3 /tests/grade.py`` imports. Reading the task names each such variable with the fix, and
+    the fixed test.sh is not fooled. (``$PATH`` is the image's: the shell starts, its tools found.)"""
+    task = make_task(tmp_path, dockerfile=SEARCH_PATHS, test=f"#!/bin/bash\n{reset}python3 /tests/grade.py\n")
+    (task / "tests" / "grade.py").write_text(GRADE_JSON)
+    env = harbor_environment(task)()
+    try:
+        scores = []
+        for command in (SHADOW, "echo '{\"x\": 42}' > out.json"):
+            env.reset("train/answer")
+            assert "[exit code 0]" in env.step(ToolCall("run", {"command": command})).observation.text
+            scores.append(env.step(ToolCall("submit", {})).reward)
+    finally:
+        env.close()
+    assert scores == ([1.0, 1.0] if reset == "" else [0.0, 1.0])
+    for name, fix in (("PYTHONPATH=/app leads to /app", "unset PYTHONPATH"), ("PATH=/app/bin:", "export PATH")):
+        assert f"'answer': ENV {name}" in caplog.text and fix in caplog.text, caplog.text

@@ -35,7 +35,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from omnienv.core import EnvironmentDefinitionError
-from omnienv.envs.terminal.hazards import verifier_hazards
+from omnienv.envs.terminal.hazards import environment_hazards, verifier_hazards
 from omnienv.envs.terminal.offline import host_has_package, installs_over_network, script_needs, system_packages
 from omnienv.sandboxes.bubblewrap import HOME, SYSTEM_PATHS
 
@@ -44,6 +44,8 @@ __all__ = ["BuildStep", "HarborTask", "HarborTaskError", "find_tasks", "read_tas
 logger = logging.getLogger("omnienv.terminal")
 
 DEFAULT_WORKDIR = "/app"
+IMAGE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+"""The ``PATH`` of a Debian or Ubuntu image, and of the sandbox: what ``ENV PATH=/x:$PATH`` extends."""
 TESTS_MOUNT, LOGS_MOUNT, TOOLS_MOUNT = "/tests", "/logs/verifier", "/opt/omnienv/bin"
 """Where the verifier mounts the task's tests, the directory its reward is read from, and its tools."""
 VERIFIER_PATHS = (TESTS_MOUNT, "/logs", "/opt/omnienv")
@@ -181,6 +183,7 @@ def _read_task(path: Path, name: str, root: Path | None) -> HarborTask:
             )
     memory = _number(environment, "memory_mb", _megabytes(environment.get("memory")) or 2048, name)
     storage = _number(environment, "storage_mb", _megabytes(environment.get("storage")) or 1024, name)
+    verifier_env = _table_env(config, "verifier", name)
     return HarborTask(
         id=name,
         path=path,
@@ -192,7 +195,7 @@ def _read_task(path: Path, name: str, root: Path | None) -> HarborTask:
         mount=mount,
         steps=tuple(steps),
         env=env,
-        verifier_env=_table_env(config, "verifier", name),
+        verifier_env=verifier_env,
         solution_env=_table_env(config, "solution", name),
         verifier_timeout=_number(_table(config, "verifier", name), "timeout_sec", 600.0, name),
         agent_timeout=_number(_table(config, "agent", name), "timeout_sec", 1800.0, name),
@@ -202,7 +205,7 @@ def _read_task(path: Path, name: str, root: Path | None) -> HarborTask:
         storage_mb=int(storage),
         base_image=base,
         config=config,
-        hazards=tuple(verifier_hazards(verifier)),
+        hazards=(*verifier_hazards(verifier), *environment_hazards({**env, **verifier_env}, mount)),
     )
 
 
@@ -388,7 +391,7 @@ def _read_dockerfile(path: Path, name: str) -> tuple[str, list[str], list[BuildS
 
     for number, keyword, arguments in _instructions(path.read_text(encoding="utf-8")):
         line = f"{keyword} {arguments}"
-        arguments = re.sub(r"\$\{?(\w+)\}?", lambda m: args.get(m.group(1), env.get(m.group(1), m.group(0))), arguments)
+        arguments = re.sub(r"\$\{?(\w+)\}?", lambda m: _variable(m.group(1), args, env, m.group(0)), arguments)
         if keyword == "FROM":
             base = arguments.split()[0] if arguments else ""
         elif keyword == "ARG":
@@ -441,6 +444,11 @@ def _read_dockerfile(path: Path, name: str) -> tuple[str, list[str], list[BuildS
         elif keyword not in _IGNORED and keyword != "ONBUILD":
             raise refuse(number, line, f"uses {keyword}, which only an image build can honour")
     return base, workdirs, steps, env
+
+
+def _variable(name: str, args: Mapping[str, str], env: Mapping[str, str], unknown: str) -> str:
+    """``$name`` in a Dockerfile line: an ``ARG``, an ``ENV``, the image's ``PATH``, or left as written."""
+    return args.get(name, env.get(name, IMAGE_PATH if name == "PATH" else unknown))
 
 
 def _env_pairs(arguments: str) -> dict[str, str]:

@@ -7,16 +7,23 @@ wrote is what the grader imports, and it can pass any check (``tests/envs/test_t
 it). ``-I`` (isolated) or ``-P`` (no unsafe path) keeps the directory off the path; a script named
 by its path (``python3 /tests/grade.py``) puts its own directory there instead, which is safe too.
 
+The verifier also runs with the task's environment (its Dockerfile's ``ENV``, its ``[verifier]
+env``): a search path there that leads into the working directory (``PYTHONPATH=/app``,
+``PATH=/app/.venv/bin:...``) makes the agent's ``json.py`` or ``python3`` the grader's, even for
+``python3 /tests/grade.py``.
+
 Only the task's author can fix the line, so reading a task reports it rather than refusing it:
 a test that deliberately imports the agent's code trusts that code whatever the flags.
 """
 
 from __future__ import annotations
 
+import posixpath
 import re
 import shlex
+from collections.abc import Mapping
 
-__all__ = ["verifier_hazards"]
+__all__ = ["environment_hazards", "verifier_hazards"]
 
 _PYTHON = re.compile(r"(?:^|[/=(`;&|])(python[0-9.]*)\)*$")
 """A word that runs Python: ``python3``, ``/usr/bin/python3.11``, ``$(python3``, ``x=$(python3``."""
@@ -37,6 +44,38 @@ def verifier_hazards(script: str) -> list[str]:
                 "(or -P on Python 3.11+, which keeps PYTHONPATH)"
             )
     return found
+
+
+_SEARCH_PATHS = {
+    "PATH": "programs", "PYTHONPATH": "Python modules", "PYTHONHOME": "Python's standard library",
+    "PYTHONUSERBASE": "Python's user site-packages", "LD_LIBRARY_PATH": "shared libraries",
+    "LD_PRELOAD": "shared libraries", "BASH_ENV": "a script every bash runs",
+    "HOME": "settings (~/.gitconfig, ~/.jq)", "XDG_CONFIG_HOME": "settings", "GIT_CONFIG_GLOBAL": "git settings",
+    "PERL5LIB": "Perl modules", "RUBYLIB": "Ruby libraries", "NODE_PATH": "Node modules", "CLASSPATH": "Java classes",
+}  # fmt: skip
+"""Variables that make the verifier's programs load code or settings from where they name, and what."""
+
+
+def environment_hazards(env: Mapping[str, str], workdir: str) -> list[str]:
+    """One line of explanation for each variable of ``env`` (the verifier's, from the task) that leads
+    a program of the grader into ``workdir`` (where the agent's files are), or into the directory it
+    runs in (an empty or relative entry)."""
+    found = []
+    for name, value in env.items():
+        what = _SEARCH_PATHS.get(name)
+        entries = value.split(":") if what is not None else []
+        inside = [e for e in entries if not e.startswith("/") or _inside(posixpath.normpath(e), workdir)]
+        if inside:
+            fix = "export PATH=/usr/bin:/bin" if name == "PATH" else f"unset {name}"
+            found.append(
+                f"ENV {name}={value} leads to {inside[0] or 'the working directory'}, where the agent's files are: "
+                f"the verifier runs with it too, and takes its {what} from there; reset it first in test.sh ({fix})"
+            )
+    return found
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
 
 
 def _unsafe_pythons(line: str) -> list[str]:

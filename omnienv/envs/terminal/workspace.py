@@ -18,7 +18,7 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
-from omnienv.envs.terminal.harbor import BuildStep, HarborTask
+from omnienv.envs.terminal.harbor import IMAGE_PATH, BuildStep, HarborTask
 from omnienv.sandboxes.sandbox import Sandbox
 
 __all__ = [
@@ -35,7 +35,7 @@ logger = logging.getLogger("omnienv.terminal")
 
 SANDBOX_ENV = {
     "HOME": "/home/user",
-    "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    "PATH": IMAGE_PATH,
     "LANG": "C.UTF-8",
     "TERM": "dumb",
     "PAGER": "cat",
