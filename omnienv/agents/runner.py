@@ -11,9 +11,11 @@ verifier, scores it) unless the agent already submitted, and one trajectory line
 
 Whose outcome is what (the rule of DESIGN.md): a harness that crashes, gives up or runs out of
 time is the agent's outcome, scored as the workspace stands; an environment that failed (reset,
-a step, the session lost) flags the episode, unscored. One more case is flagged, as ``harness``:
+a step, the session lost) flags the episode, unscored. Two more cases are flagged: as ``harness``,
 a harness that got no model call through at all (it could not start, or could not reach the
-model), since then nothing in the episode is the model's doing and there is nothing to train on.
+model), since then nothing in the episode is the model's doing and there is nothing to train on;
+as ``model``, a harness that stopped while the last call it made had failed on the model server's
+side (unreachable, timed out, a 5xx or 429 answer, as the capture proxy saw it): an outage.
 """
 
 from __future__ import annotations
@@ -99,8 +101,12 @@ class _Run:
             report = await self._play(client, plan, name, episode)
         finally:
             await client.close()
+        outage = self.proxy.log.failure(name)
         calls = self.proxy.drain(name)
-        if not calls and episode.failure is None:
+        cut = bool(episode.steps) and episode.steps[-1].call.name == END
+        if outage is not None and cut and episode.failure is None:  # it stopped because its model failed
+            episode.failure = Failure("model", f"{self.harness.name} stopped after {outage}")
+        elif not calls and episode.failure is None:
             code = report.get("exit_code")
             tail = report.get("log_tail") or report.get("error") or ""
             message = f"{self.harness.name} made no model call that completed ({report.get('stopped')}, exit {code})"

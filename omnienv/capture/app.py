@@ -329,6 +329,8 @@ class ProxyApp:
                 return  # the harness left before this answer came: it never got it
             data = _loads(content) if answer.status < 400 else None
             if answer.status >= 400:
+                if answer.status >= 500 or answer.status == 429:
+                    self.log.fail(episode, f"the model server answered {answer.status}: {content[:300]!r}")
                 return await _reply(send, answer.status, content, _kept(answer))
             if not isinstance(data, dict):
                 why = f"the answer ({len(content):,} bytes) is not a JSON object: its call's tokens are unknown"
@@ -344,6 +346,7 @@ class ProxyApp:
             await _reply(send, answer.status, _dumps(data), [(b"content-type", _JSON)])
         except UNREACHABLE as exc:
             if not gone.done():  # else the harness left, which broke the read: no one to answer
+                self.log.fail(episode, f"the model server {self.root} failed the call ({exc!r})")
                 await _reply(send, *self._unreachable(exc))
         finally:
             if answer is not None:

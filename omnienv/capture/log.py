@@ -27,6 +27,7 @@ class CallLog:
         self._calls: dict[str | None, list[ModelCall]] = {}
         self._next: dict[str | None, int] = {}
         self._keys: dict[str, str] = {}
+        self._failed: dict[str | None, str] = {}
         self.on_call = on_call
         self.gated = gated
 
@@ -59,12 +60,26 @@ class CallLog:
         with self._lock:
             if self.gated and call.episode not in self._keys.values():
                 return None
+            self._failed.pop(call.episode, None)
             call.index = self._next.get(call.episode, 0)
             self._next[call.episode] = call.index + 1
             self._calls.setdefault(call.episode, []).append(call)
         if self.on_call is not None:
             self.on_call(call)
         return call
+
+    def fail(self, episode: str | None, why: str) -> None:
+        """The model server failed one of the episode's calls (it could not be reached, timed out, or
+        answered 5xx or 429): the harness got an error where its model's answer should have been."""
+        with self._lock:
+            if not self.gated or episode in self._keys.values():
+                self._failed[episode] = why
+
+    def failure(self, episode: str | None) -> str | None:
+        """Why the model server failed the episode's last call; None when that call was recorded
+        (or none failed). A harness that stopped right after such a failure stopped for it."""
+        with self._lock:
+            return self._failed.get(episode)
 
     def calls(self, episode: str | None) -> list[ModelCall]:
         with self._lock:
@@ -75,8 +90,9 @@ class CallLog:
             return [episode for episode, calls in self._calls.items() if calls]
 
     def drain(self, episode: str | None) -> list[ModelCall]:
-        """Take the episode's calls so far; later calls continue its numbering."""
+        """Take the episode's calls so far (and forget its failure); later calls continue its numbering."""
         with self._lock:
+            self._failed.pop(episode, None)
             return self._calls.pop(episode, [])
 
     def forget(self, episode: str | None) -> None:
@@ -84,3 +100,4 @@ class CallLog:
         with self._lock:
             self._calls.pop(episode, None)
             self._next.pop(episode, None)
+            self._failed.pop(episode, None)

@@ -27,7 +27,7 @@ from omnienv.envs.jupyter.solutions import solution
 from omnienv.envs.jupyter.tasks import jupyter_tasks
 from omnienv.envs.terminal import Terminal
 from omnienv.rollout import read_episodes
-from omnienv.rollout.scripted_openai import Responder, create_app
+from omnienv.rollout.scripted_openai import Faults, Responder, create_app
 from omnienv.server import ServerConfig, assemble, running
 from tests.agents.scripted import replay_responder, shell_actions
 from tests.peerenv import ROOT
@@ -171,6 +171,19 @@ def test_a_harness_that_never_reaches_its_model_is_flagged(tmp_path: Path, model
     (item,) = run.episodes
     assert item.harness["stopped"] == "not_started" and "Permission denied" in item.harness["error"]
     assert item.episode.failure is not None and item.episode.failure.kind == "harness"
+
+
+def test_a_harness_stopped_by_its_model_servers_failure_is_flagged(tmp_path: Path) -> None:
+    """The model server answers the first call, then fails (500): the agent stops on the error, and
+    that is the infrastructure's doing, not a loss to score 0."""
+    task_id, scripts = terminal_task()
+    with running(create_app(replay_responder(scripts, lambda: [], SUBMIT), Faults(error_every=2))) as url:
+        run = run_agents(load_spec(SPEC), "terminal", model="scripted", base_url=f"{url}/v1", tasks=[task_id])
+    (item,) = run.episodes
+    assert item.harness["stopped"] == "exited" and item.harness["exit_code"] == 1
+    assert item.episode.failure is not None and item.episode.failure.kind == "model", item.episode.failure
+    assert "answered 500" in item.episode.failure.message and item.record.reward is None
+    assert len(item.record.calls) == 1 and run.summary.failures == 1 and run.summary.scored == 0
 
 
 class Brittle(Environment):

@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from omnienv.capture import EPISODE_HEADER, CaptureProxy
-from omnienv.rollout.scripted_openai import Reply, create_app
+from omnienv.rollout.scripted_openai import Faults, Reply, create_app
 from omnienv.server import running
 
 BODY = {"model": "scripted", "messages": [{"role": "user", "content": "Hello"}]}
@@ -71,3 +71,18 @@ def test_a_call_still_running_when_its_episode_closes_is_not_recorded() -> None:
             release.set()
             assert late.result() == 200
         assert proxy.drain("episode-1") == [] and proxy.episodes() == []
+
+
+def test_the_model_servers_failure_of_an_episodes_last_call_is_kept_until_a_call_is_recorded() -> None:
+    with (
+        running(create_app(lambda messages: [], Faults(error_every=2))) as upstream,
+        CaptureProxy(f"{upstream}/v1", gated=True) as proxy,
+    ):
+        url = proxy.open_episode("episode-2")
+        assert post(url) == 200 and proxy.log.failure("episode-2") is None
+        assert post(url) == 500 and "answered 500" in (proxy.log.failure("episode-2") or "")
+        assert post(url) == 200 and proxy.log.failure("episode-2") is None
+    with CaptureProxy("http://127.0.0.1:9/v1", gated=True) as proxy:  # nothing listens there
+        assert post(proxy.open_episode("episode-3")) == 502
+        assert "failed the call" in (proxy.log.failure("episode-3") or "")
+        assert len(proxy.drain("episode-3")) == 0 and proxy.log.failure("episode-3") is None
