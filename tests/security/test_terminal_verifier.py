@@ -56,7 +56,10 @@ GRADE_JSON = """import json, pathlib
 ok = json.loads(pathlib.Path("/app/out.json").read_text() or "null") == {"x": 42}
 pathlib.Path("/logs/verifier/reward.txt").write_text("1" if ok else "0")
 """
-SHADOW = "printf 'def loads(text):\\n    return {\"x\": 42}\\n' > json.py && touch out.json"
+SHADOW = (  # a json.py for the grader, and a prlimit, env and bash for whatever starts it by PATH
+    "printf 'def loads(text):\\n    return {\"x\": 42}\\n' > json.py && touch out.json && mkdir bin && "
+    f"for p in prlimit env bash; do printf '#!/bin/sh\\n{PLANT}\\n' > bin/$p; done && chmod +x bin/*"
+)
 
 
 @pytest.mark.parametrize("reset", ["", "unset PYTHONPATH; export PATH=/usr/bin:/bin\n"], ids=["as-is", "reset"])
@@ -65,7 +68,8 @@ def test_a_search_path_into_the_workspace_is_named_on_reading(
 ) -> None:
     """The verifier runs with the task's ENV: ``PYTHONPATH=/app`` makes the agent's json.py what even
     ``python3 /tests/grade.py`` imports. Reading the task names each such variable with the fix, and
-    the fixed test.sh is not fooled. (``$PATH`` is the image's: the shell starts, its tools found.)"""
+    the fixed test.sh is not fooled: the verifier starts it with programs of its own, never by the
+    task's PATH. (``$PATH`` is the image's: the shell starts, its tools found.)"""
     task = make_task(tmp_path, dockerfile=SEARCH_PATHS, test=f"#!/bin/bash\n{reset}python3 /tests/grade.py\n")
     (task / "tests" / "grade.py").write_text(GRADE_JSON)
     env = harbor_environment(task)()

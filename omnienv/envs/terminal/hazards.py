@@ -54,6 +54,8 @@ _SEARCH_PATHS = {
     "PERL5LIB": "Perl modules", "RUBYLIB": "Ruby libraries", "NODE_PATH": "Node modules", "CLASSPATH": "Java classes",
 }  # fmt: skip
 """Variables that make the verifier's programs load code or settings from where they name, and what."""
+_BEFORE_TEST = frozenset({"BASH_ENV", "LD_PRELOAD", "LD_LIBRARY_PATH"})
+"""Those read as test.sh starts, before its first line could reset them."""
 
 
 def environment_hazards(env: Mapping[str, str], workdir: str) -> list[str]:
@@ -67,9 +69,10 @@ def environment_hazards(env: Mapping[str, str], workdir: str) -> list[str]:
         inside = [e for e in entries if not e.startswith("/") or _inside(posixpath.normpath(e), workdir)]
         if inside:
             fix = "export PATH=/usr/bin:/bin" if name == "PATH" else f"unset {name}"
+            fix = "drop it" if name in _BEFORE_TEST else f"reset it first in test.sh ({fix})"
             found.append(
                 f"ENV {name}={value} leads to {inside[0] or 'the working directory'}, where the agent's files are: "
-                f"the verifier runs with it too, and takes its {what} from there; reset it first in test.sh ({fix})"
+                f"the verifier runs with it too, and takes its {what} from there; {fix}"
             )
     return found
 

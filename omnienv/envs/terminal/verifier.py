@@ -90,12 +90,16 @@ def verify(task: HarborTask, workspace: Path, limits: Limits) -> Verdict:
             (shims / name).write_bytes(APT_SHIM)
             (shims / name).chmod(0o555)
         log_file = sandbox.root / "verifier.log"
-        script = 'cd "$1" && exec bash /tests/test.sh'
         env = {**SANDBOX_ENV, "HOME": HOME_MOUNT, **task.env, **task.verifier_env, **REQUIRE_NESTING}
+        env["PATH"] = f"{TOOLS_MOUNT}:{env['PATH']}"  # APT_SHIM comes first
+        # The launcher runs with the sandbox's own environment: the task's (a PATH or LD_PRELOAD into the
+        # workspace) would have it run the agent's prlimit, env or bash. test.sh gets the task's.
+        launch = {**VERIFIER_ENV, "HOME": HOME_MOUNT}
+        script = 'cd "$1" && shift && exec env -- "$@" "$BASH" /tests/test.sh'
         with open(log_file, "wb") as log:
             process = sandbox.spawn(
-                ["bash", "-c", script, "verifier", task.workdir],
-                env={**env, "PATH": f"{TOOLS_MOUNT}:{env['PATH']}"},  # APT_SHIM comes first
+                ["bash", "-c", script, "verifier", task.workdir, *(f"{key}={value}" for key, value in env.items())],
+                env=launch,
                 binds=[*workspace_binds(sandbox, task), (str(logs), LOGS_MOUNT), (str(home), HOME_MOUNT)],
                 files=[(str(tests), TESTS_MOUNT), (str(shims), TOOLS_MOUNT)],
                 stdout=log,
