@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import secrets
 import time
 from collections.abc import AsyncIterator
@@ -146,12 +147,14 @@ class Relay:
         shell = self.shells.get(request.path_params["token"])
         if shell is None:
             return JSONResponse({"error": "no such episode (it is over, or the token is wrong)"}, 404)
-        body = await request.body()
-        if len(body) > _BODY_LIMIT:
-            return JSONResponse({"error": f"the command is over {_BODY_LIMIT} bytes"}, 413)
+        body = bytearray()
+        async for chunk in request.stream():  # read no more than the limit, whatever the length says
+            body += chunk
+            if len(body) > _BODY_LIMIT:
+                return JSONResponse({"error": f"the command is over {_BODY_LIMIT} bytes"}, 413)
         try:
-            data = await request.json()
-        except ValueError:
+            data = json.loads(body)
+        except (ValueError, RecursionError):
             return JSONResponse({"error": "the body is not JSON"}, 400)
         command, timeout = (data.get("command"), data.get("timeout")) if isinstance(data, dict) else (None, None)
         if not isinstance(command, str) or not (timeout is None or isinstance(timeout, int | float)):

@@ -233,6 +233,29 @@ def test_the_relay_answers_only_its_episodes_and_well_formed_calls() -> None:
     assert relay.shells == {}
 
 
+def test_the_relay_refuses_a_huge_command_without_reading_it_all() -> None:
+    """A body that says it is 1 GiB is refused once 4 MiB of it came, not buffered whole first."""
+    from omnienv.agents.relay import serving
+
+    relay = Relay()
+    token = relay.open(EpisodeShell(FakeSession(), find_shell_tool(Terminal.tools)))  # type: ignore[arg-type]
+
+    def send(url: str) -> bytes:
+        host, port = url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=30) as connection:
+            head = f"POST /episodes/{token}/run HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            connection.sendall(f"{head}Content-Length: {1 << 30}\r\n\r\n".encode() + b" " * (5 << 20))
+            return connection.recv(100)
+
+    async def play() -> bytes:
+        async with serving(relay.app) as url:
+            return await asyncio.to_thread(send, url)
+
+    assert asyncio.run(play()).startswith(b"HTTP/1.1 413")
+    nested = TestClient(relay.app).post(f"/episodes/{token}/run", content=b"[" * 100_000)
+    assert nested.status_code == 400
+
+
 def test_the_shim_and_mini_swe_agents_environment_speak_to_a_served_relay(capsys: Any) -> None:
     """Both clients against the relay on a real port: output, exit code, and mini-swe-agent's dict."""
     from omnienv.agents.minisweagent import SessionEnvironment
