@@ -7,7 +7,9 @@ closed, dropped, or left by an owner that crashed. What the sandbox keeps out is
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import io
 import os
 import shutil
 import sys
@@ -129,6 +131,24 @@ def test_bounded_text_keeps_head_and_tail() -> None:
     for chunk in ("0123456789", "abc", "defgh", "XYZ"):
         text.add(chunk)
     assert text.value() == "0123456789\n[... 6 characters omitted ...]\ngh" + "XYZ"
+
+
+def test_a_cell_has_its_images_decoded_at_most_as_often_as_it_may_show_them() -> None:
+    """Each image is decoded to be checked, which costs the host far more than the kernel's message:
+    a cell that displays PNGs broken at their end decodes no more of them than it could show."""
+    from PIL import Image
+
+    from omnienv.sandboxes.jupyter.collector import OutputCollector
+
+    out = io.BytesIO()
+    Image.new("RGB", (32, 32), "blue").save(out, "PNG")
+    good = out.getvalue()
+    broken = good[: good.index(b"IDAT") + 8] + bytes(len(good) - good.index(b"IDAT") - 8)
+    collect = OutputCollector(OutputLimits(images=2))
+    for image in (broken, broken, good):
+        collect.add({"msg_type": "display_data", "content": {"data": {"image/png": base64.b64encode(image).decode()}}})
+    output = collect.output()
+    assert output.images == [] and "3 image(s) not shown" in output.notes[0], output.notes
 
 
 def test_the_e2b_backend_is_used_only_when_configured(monkeypatch: pytest.MonkeyPatch) -> None:

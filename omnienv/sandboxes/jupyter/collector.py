@@ -66,6 +66,7 @@ class OutputCollector:
         self.notes: list[str] = []
         self.error: CellError | None = None
         self.dropped_images = 0
+        self.tried_images = 0
 
     def add(self, msg: dict[str, Any]) -> None:
         kind, content = msg.get("msg_type"), msg.get("content")
@@ -102,9 +103,10 @@ class OutputCollector:
 
     def _add_image(self, png: Any) -> None:
         fits = isinstance(png, str) and len(png) <= (self.limits.image_bytes + 2) // 3 * 4 + 8
-        if not fits or len(self.images) >= self.limits.images:
+        if not fits or self.tried_images >= self.limits.images:
             self.dropped_images += 1
             return
+        self.tried_images += 1  # each one is decoded: at most ``images`` a cell, whether kept or not
         try:
             raw = base64.b64decode(png, validate=False)
         except (binascii.Error, ValueError):
