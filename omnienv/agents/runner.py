@@ -161,9 +161,11 @@ class _Run:
         return report
 
     async def _launch(self, context: EpisodeContext, shell: EpisodeShell) -> Finished:
-        context.workdir.mkdir(parents=True, exist_ok=True)
-        install_shim(context, self.harness.shell_names)
-        try:
+        try:  # afresh: what an earlier run's harness left in a kept --workdir (its memory, its home) is gone
+            if context.workdir.exists():
+                shutil.rmtree(context.workdir)
+            context.workdir.mkdir(parents=True)
+            install_shim(context, self.harness.shell_names)
             launch = self.harness.launch(context)
         except OSError as exc:
             return Finished("not_started", None, 0.0, context.workdir / "harness.log", str(exc))
@@ -223,7 +225,8 @@ def run_agents(
     harness only ever sees the capture proxy. ``tasks`` (task ids, cycled) overrides ``split``.
     ``out`` gets one trajectory line per episode (the summary beside it), ``records`` one training
     record per episode; both in the order episodes finish. ``workdir`` keeps the episodes' scratch
-    directories (harness logs, mini-swe-agent's trajectories); by default they are removed.
+    directories (harness logs, mini-swe-agent's trajectories); by default they are removed. Each
+    episode's directory starts empty: what an earlier run left in it is removed first.
     """
     cls = load_environment(env) if isinstance(env, str) else env
     tool = find_shell_tool(cls.tools, shell_tool)

@@ -150,3 +150,22 @@ sys.exit(1)
     assert text.startswith("the start\n") and text.endswith("x" * 100 + "the end\n")
     assert "bytes of output left out" in text and item.harness["log_tail"].endswith("the end\n")
     assert item.harness["exit_code"] == 1 and item.episode.failure is None
+
+
+def test_a_kept_workdir_gives_the_next_run_no_memory_of_the_last(tmp_path: Path, model: str) -> None:
+    """A harness keeps notes in its home (a CLI agent's memory, its history): with the same
+    ``--workdir``, the next run's episode found the last one's, an answer included."""
+    program = """
+home = os.environ["HOME"]
+print(json.dumps(sorted(os.listdir(home)) + sorted(os.listdir("."))))
+with open(os.path.join(home, "memory.md"), "w") as notes:
+    notes.write("the answer is 42")
+with open("left-behind", "w") as notes:
+    notes.write("x")
+post(os.environ["OPENAI_BASE_URL"], "own")
+"""
+    for _ in range(2):
+        (item,) = play(tmp_path, model, program).episodes
+        assert item.episode.failure is None
+        log = (tmp_path / "work" / "episode-0" / "harness.log").read_text()
+        assert json.loads(log.splitlines()[0]) == ["bin", "harness.log", "home", "instruction.md", "tmp"]
