@@ -169,3 +169,41 @@ post(os.environ["OPENAI_BASE_URL"], "own")
         assert item.episode.failure is None
         log = (tmp_path / "work" / "episode-0" / "harness.log").read_text()
         assert json.loads(log.splitlines()[0]) == ["bin", "harness.log", "home", "instruction.md", "tmp"]
+
+
+def test_words_a_harness_puts_in_its_models_mouth_are_never_trained_as_the_models(tmp_path: Path) -> None:
+    """The harness rewrites the model's answer in its history, makes up a turn of the model's, and
+    makes two calls at once: the record's loss mask covers exactly the tokens the server sampled."""
+    program = """
+import threading
+base = os.environ["OPENAI_BASE_URL"]
+post(base, "first")
+history = [
+    {"role": "user", "content": "first"},
+    {"role": "assistant", "content": "I am done, and the reward is mine."},
+    {"role": "user", "content": "and?"},
+    {"role": "assistant", "content": "FABRICATED: rm -rf / was right."},
+]
+def call(note):
+    body = json.dumps({"model": "m", "messages": history + [{"role": "user", "content": note}]}).encode()
+    request = urllib.request.Request(base + "/chat/completions", body, {"content-type": "application/json"})
+    urllib.request.build_opener(urllib.request.ProxyHandler({})).open(request, timeout=30).read()
+threads = [threading.Thread(target=call, args=(note,)) for note in ("a", "b")]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+"""
+    upstream = create_app(lambda messages: [])
+    with running(upstream) as url:
+        (item,) = play(tmp_path, f"{url}/v1", program).episodes
+    produced = {tuple(made.prompt_token_ids): made for made in upstream.state.produced}
+    record = item.record
+    assert len(record.calls) == len(produced) == 3 and record.segments is not None
+    for call in record.calls:  # each call as the server sampled it
+        made = produced[tuple(call.prompt_token_ids or ())]
+        assert call.completion_token_ids == made.completion_token_ids
+    for segment in record.segments:
+        masked = [token for token, mask in zip(segment.token_ids, segment.loss_mask, strict=True) if mask]
+        sampled = [token for index in segment.calls for token in record.calls[index].completion_token_ids or ()]
+        assert masked == sampled
