@@ -102,7 +102,10 @@ class SessionManager:
         """A sync env that never blocks: steps may call it directly on the event loop."""
         # A non-blocking sync env runs inline on the loop: no deadline could interrupt it anyway.
         interruptible = self._blocking or issubclass(env_class, AsyncEnvironment) or env_factory is not None
-        self._deadline = config.step_timeout if interruptible else None
+        deadline = config.step_timeout
+        if deadline is not None:  # never under what a step of the environment may rightly take
+            deadline = max(deadline, env_class.step_seconds() or 0.0)
+        self._deadline = deadline if interruptible else None
         self._deadlines = StepDeadlines(self._deadline) if self._deadline is not None else None
         self._executor: ThreadPoolExecutor | None = None
         self._reaper: asyncio.Task[None] | None = None

@@ -418,6 +418,22 @@ def test_the_contract_checks_pass_and_the_env_is_served_over_ws(tmp_path: Path, 
         client.close()
 
 
+def test_a_served_command_may_outlast_the_servers_step_deadline_within_its_own_timeout(tmp_path: Path, serve) -> None:  # type: ignore[no-untyped-def]
+    """The agent sets a command's timeout (up to 600 s, over the server's 300 s step deadline) and a
+    verifier may run longer still: a step cut by the deadline would void the agent's episode."""
+    task = make_task(tmp_path)
+    assert harbor_environment(task).step_seconds() >= 600 + 20
+    url, _ = serve(str(task), step_timeout=1.0)
+    client = WebSocketClient.connect(url)
+    try:
+        client.reset("train/answer")
+        slow = client.step(ToolCall("run", {"command": "sleep 2; echo 42 > out.txt; echo slept", "timeout": 30}))
+        assert slow.failure is None and "slept" in slow.observation.text, slow
+        assert client.step(ToolCall("submit", {})).reward == 1.0
+    finally:
+        client.close()
+
+
 # -- the shipped suite ---------------------------------------------------------------------------
 
 

@@ -103,6 +103,13 @@ class Terminal(Environment):
         return {task.id: task for task in find_tasks(cls.task_root)}
 
     @classmethod
+    def step_seconds(cls) -> float:
+        """A command at its longest timeout, then the slowest verifier (the turn that ends an episode
+        grades it), and minutes more to restart the shell and copy the workspace."""
+        slowest = max((task.verifier_timeout for task in cls.harbor_tasks().values()), default=0.0)
+        return MAX_TIMEOUT_S + slowest + 300.0
+
+    @classmethod
     def tasks(cls, split: str) -> tuple[Task, ...]:
         return tuple(_as_task(task) for task in cls.harbor_tasks().values() if task.split == split)
 
@@ -176,11 +183,12 @@ class Terminal(Environment):
                 "agent_timeout",
             )
         self.commands += 1
-        full = self.sandbox.memory_limit_hits()
+        sandbox = self.sandbox
+        full = sandbox.memory_limit_hits()
         try:
             return self.shell.run(command, min(timeout, left))
         except Exception as exc:  # a new shell (after an exit, or one that would not stop) did not start
-            if self.sandbox.memory_limit_hits() > full:  # the agent's files or processes fill its memory
+            if sandbox.memory_limit_hits() > full:  # the agent's files or processes fill its memory
                 raise AgentCausedEnd(
                     "the sandbox's memory is full (the workspace's files count too): no new shell could start; "
                     "the workspace is graded as it stands",
