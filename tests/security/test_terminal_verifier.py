@@ -8,6 +8,9 @@ Python user site the verifier's own.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +18,7 @@ import pytest
 from omnienv.core import ToolCall
 from omnienv.envs.terminal import harbor_environment
 from tests.envs.test_terminal import make_task
+from tests.security.test_terminal_workspace import AS_OWNER_ONLY
 
 GRADE_IN_HOME = """#!/bin/bash
 python3 /tests/grade.py
@@ -84,3 +88,34 @@ def test_a_search_path_into_the_workspace_is_named_on_reading(
     assert scores == ([1.0, 1.0] if reset == "" else [0.0, 1.0])
     for name, fix in (("PYTHONPATH=/app leads to /app", "unset PYTHONPATH"), ("PATH=/app/bin:", "export PATH")):
         assert f"'answer': ENV {name}" in caplog.text and fix in caplog.text, caplog.text
+
+
+PLAY_UNREADABLE_TESTS = """
+import json, sys
+from pathlib import Path
+from omnienv.core import ToolCall
+from omnienv.envs.terminal import harbor_environment
+env = harbor_environment(Path(sys.argv[1]))()
+try:
+    env.reset("train/answer")
+    env.step(ToolCall("run", {"command": "echo 42 > out.txt"}))
+    (Path(sys.argv[1]) / "tests" / "grade.py").chmod(0)  # the host can no longer read its own tests
+    result = env.step(ToolCall("submit", {}))
+    print(json.dumps({"reward": result.reward, "failure": result.failure.kind if result.failure else None}))
+finally:
+    env.close()
+"""
+
+
+def test_tests_the_host_cannot_copy_are_its_failure_never_a_score(tmp_path: Path) -> None:
+    """A file of the task's tests that the host cannot copy for the verifier (unreadable, a full
+    disk) left a verifier without it, and the workspace graded 0: the host failed, so the episode
+    is flagged."""
+    task = make_task(tmp_path, test="#!/bin/bash\npython3 /tests/grade.py\n")
+    (task / "tests" / "grade.py").write_text(GRADE_PY.replace("/home/user/", "/app/"))
+    child = subprocess.run(
+        [*AS_OWNER_ONLY, sys.executable, "-c", PLAY_UNREADABLE_TESTS, str(task)],
+        capture_output=True, text=True, timeout=300, cwd=Path(__file__).resolve().parents[2],
+    )  # fmt: skip
+    assert child.returncode == 0, child.stderr[-2000:]
+    assert json.loads(child.stdout.splitlines()[-1]) == {"reward": 0.0, "failure": "env_error"}, child.stderr[-2000:]

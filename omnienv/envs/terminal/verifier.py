@@ -79,7 +79,7 @@ def verify(task: HarborTask, workspace: Path, limits: Limits) -> Verdict:
         os.chmod(workspace, 0o755)  # as it was made: the agent may have made its mount point unreadable to the host
         copy_tree(workspace, workspace_dir(sandbox))
         tests = sandbox.root / "tests"  # the task's own, with the files its suite shares by link
-        copy_tree(task.tests_dir, tests, follow_within=task.root)
+        copy_tree(task.tests_dir, tests, follow_within=task.root, strict=True)
         logs = sandbox.run_dir / "verifier"
         logs.mkdir()
         home = sandbox.private_dir / "home"
@@ -104,6 +104,7 @@ def verify(task: HarborTask, workspace: Path, limits: Limits) -> Verdict:
                 files=[(str(tests), TESTS_MOUNT), (str(shims), TOOLS_MOUNT)],
                 stdout=log,
                 stderr=log,
+                nest=True,  # the graders run the agent's code in sandboxes of their own
             )
             try:
                 process.wait(timeout=task.verifier_timeout)
@@ -130,6 +131,7 @@ def preflight_nesting() -> None:
             env=VERIFIER_ENV,
             files=[(str(GRADER_LIBRARY), TESTS_MOUNT)],
             stderr=subprocess.PIPE,
+            nest=True,
         )
         try:
             _, err = process.communicate(timeout=60)

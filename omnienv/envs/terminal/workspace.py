@@ -122,13 +122,15 @@ def _run_step(
             raise RuntimeError(f"task '{task.id}': {what} exited with {code}:\n{tail}")
 
 
-def copy_tree(source: Path, target: Path, *, follow_within: Path | None = None) -> None:
+def copy_tree(source: Path, target: Path, *, follow_within: Path | None = None, strict: bool = False) -> None:
     """Copy ``source``'s contents into ``target``: directories, regular files and links only.
 
     Links are copied as links, except those that lead to a file or directory inside
     ``follow_within``, whose target is copied in their place (once along any one path, so a link
     to its own parent ends). The walk keeps its own stack: an agent's directories nested a
-    thousand deep are copied, not a ``RecursionError`` that would void the episode.
+    thousand deep are copied, not a ``RecursionError`` that would void the episode. What cannot be
+    copied is skipped with a warning (the agent's unreadable files), or raises when ``strict`` (a
+    task's own tests: a verifier missing a file would grade the workspace, not say the host failed).
     """
     within = follow_within.resolve() if follow_within is not None else None
     target.mkdir(parents=True, exist_ok=True)
@@ -140,7 +142,7 @@ def copy_tree(source: Path, target: Path, *, follow_within: Path | None = None) 
         try:
             entries = os.scandir(directory)  # read as it is copied: no list of the million files an agent made
         except OSError as exc:
-            if first:
+            if first or strict:
                 raise
             logger.warning("workspace copy skipped %s: %s", directory, exc)
             continue
@@ -164,6 +166,8 @@ def copy_tree(source: Path, target: Path, *, follow_within: Path | None = None) 
                     elif stat.S_ISREG(mode):
                         shutil.copy2(entry_path, destination, follow_symlinks=False)
                 except OSError as exc:
+                    if strict:
+                        raise
                     logger.warning("workspace copy skipped %s: %s", entry.path, exc)
     for entry_path, destination in reversed(made):  # children before parents: a copy changes its parent's times
         with contextlib.suppress(OSError):
