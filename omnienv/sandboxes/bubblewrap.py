@@ -51,8 +51,11 @@ what it was started with, so it must never be the server's."""
 
 _ETC = (
     "alternatives", "fonts", "hosts", "ld.so.cache", "ld.so.conf", "ld.so.conf.d",
-    "localtime", "mime.types", "nsswitch.conf", "ssl",
+    "localtime", "mime.types", "nsswitch.conf", "ssl/certs", "ssl/openssl.cnf",
 )  # fmt: skip
+"""The files of ``/etc`` a sandbox sees. Of ``/etc/ssl`` only the public certificates and OpenSSL's
+settings: its user is the server's, so ``/etc/ssl/private`` (the machine's TLS keys, root's alone)
+would be the agent's to read under a server run as root."""
 _TOP_LEVEL = ("bin", "lib", "lib32", "lib64", "libx32", "sbin")
 SYSTEM_PATHS = ("/usr", *(f"/{name}" for name in _TOP_LEVEL), "/etc", "/proc", "/dev")
 """Where a sandbox sees the host's system: a writable directory mounted there would hide it."""
@@ -138,6 +141,7 @@ def bwrap_command(
     block_fd: int | None = None,
     binds: Sequence[tuple[str, str]] = (),
     options_fd: int | None = None,
+    nest: bool = False,
 ) -> list[str]:
     """The full command line that runs ``argv`` in a fresh sandbox.
 
@@ -151,7 +155,10 @@ def bwrap_command(
     caller can move the sandbox into its cgroup first). With ``options_fd`` (a new memory file, see
     :func:`options_file`), bwrap's options are written there and read by bwrap (``--args``), not
     put on its command line: inside the sandbox, ``/proc/1/cmdline`` is that command line, and the
-    options name the host path of every mount.
+    options name the host path of every mount. Unless ``nest``, the program cannot make user
+    namespaces of its own (where bwrap can forbid them, 0.8 on): in one, the sandbox's uid (the
+    host's root when the server is) mounts the host's cgroup hierarchy as it finds it, makes
+    cgroups there and kills every process of one (``cgroup.kill``).
     """
     limits = limits or Limits()
     cmd = [
@@ -159,6 +166,7 @@ def bwrap_command(
         *(["--block-fd", str(block_fd)] if block_fd is not None else []),
         "--unshare-all",  # network, pid, ipc, uts, cgroup and user namespaces
         "--unshare-user", "--uid", "1000", "--gid", "1000",
+        *([] if nest or not _can_disable_userns() else ["--disable-userns"]),
         "--die-with-parent",
         "--new-session",
         "--cap-drop", "ALL",
@@ -210,6 +218,11 @@ def system_view() -> list[str]:
         if os.path.exists(f"/etc/{name}"):
             options += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
     return options
+
+
+@functools.cache
+def _can_disable_userns() -> bool:
+    return _runs([bwrap_path(), "--unshare-user", "--disable-userns", "--ro-bind", "/", "/", "true"])
 
 
 @functools.cache

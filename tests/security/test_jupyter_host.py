@@ -13,6 +13,9 @@ from __future__ import annotations
 import os
 import stat
 
+import pytest
+
+from omnienv.sandboxes.bubblewrap import _can_disable_userns
 from tests.security._jupyter import agent, needs_bwrap, served_jupyter
 
 pytestmark = needs_bwrap
@@ -64,3 +67,30 @@ print("read", read)
     with served_jupyter() as (url, _), agent(url) as player:
         result = player.run(code)
         assert "read []" in result.observation.text, result.observation.text
+
+
+CGROUP_MOUNT = r"""
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+read, write = os.pipe()
+child = os.fork()
+if child == 0:  # a user, mount and cgroup namespace of its own, then the host's cgroup2 hierarchy
+    done = libc.unshare(0x10000000 | 0x00020000 | 0x02000000) == 0
+    os.makedirs("/tmp/cg", exist_ok=True)
+    done = done and libc.mount(b"none", b"/tmp/cg", b"cgroup2", 0, None) == 0
+    os.write(write, b"mounted" if done else os.strerror(ctypes.get_errno()).encode())
+    os._exit(0)
+os.close(write)
+print("cgroup2:", os.read(read, 200).decode())
+os.waitpid(child, 0)
+"""
+
+
+@pytest.mark.skipif(not _can_disable_userns(), reason="this bubblewrap cannot forbid user namespaces (0.8 on)")
+def test_the_kernel_makes_no_namespace_to_mount_the_hosts_cgroups_in() -> None:
+    """In a user namespace of its own, the sandbox's uid (the host's root) mounted the host's cgroup2
+    hierarchy as it finds it (its root, where the sandbox has no cgroup of that version), made cgroups
+    there that outlived it, and could kill every process of one through ``cgroup.kill``."""
+    with served_jupyter() as (url, _), agent(url) as player:
+        text = player.run(CGROUP_MOUNT).observation.text
+        assert "cgroup2:" in text and "mounted" not in text, text

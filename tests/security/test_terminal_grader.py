@@ -128,6 +128,7 @@ def test_a_grader_runs_the_agents_code_out_of_sight_and_reach_of_everything_it_h
             binds=[(str(app), "/app"), (str(logs), "/logs/verifier")],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
+            nest=True,  # as the verifier's own
         )
         out, err = process.communicate(timeout=60)
     finally:
