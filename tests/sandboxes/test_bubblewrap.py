@@ -102,3 +102,19 @@ def test_no_host_path_of_a_mount_shows_inside_and_no_descriptor_is_left_open() -
         assert sorted(fds.split()) == ["0", "1", "2", "3"], fds  # 3 is ls's own listing of the folder
     finally:
         sandbox.close()
+
+
+def test_the_machines_private_keys_are_not_shown_only_its_public_certificates() -> None:
+    """The sandbox's user is the server's: under a server run as root, root's own files of the
+    system it shows are the agent's. ``/etc/ssl/private`` (the machine's TLS keys) was one."""
+    from omnienv.sandboxes.sandbox import Sandbox
+
+    sandbox = Sandbox()
+    try:
+        process = sandbox.spawn(["ls", "-A", "/etc/ssl"], env={"PATH": "/usr/bin:/bin"}, stdout=subprocess.PIPE)
+        out, _ = process.communicate(timeout=30)
+    finally:
+        sandbox.close()
+    shown = set(out.decode().split())
+    assert shown <= {"certs", "openssl.cnf"} and "private" not in shown, shown
+    assert "certs" in shown or not Path("/etc/ssl/certs").is_dir()
