@@ -14,6 +14,8 @@ from typing import Any
 
 import httpx
 import pytest
+from starlette.requests import Request
+from starlette.responses import JSONResponse
 
 from omnienv.capture import EPISODE_HEADER, CaptureProxy
 from omnienv.rollout.scripted_openai import Faults, Reply, create_app
@@ -86,3 +88,26 @@ def test_the_model_servers_failure_of_an_episodes_last_call_is_kept_until_a_call
         assert post(proxy.open_episode("episode-3")) == 502
         assert "failed the call" in (proxy.log.failure("episode-3") or "")
         assert len(proxy.drain("episode-3")) == 0 and proxy.log.failure("episode-3") is None
+
+
+def test_a_gated_proxy_forwards_no_call_it_would_not_record() -> None:
+    """A model server has other routes under /v1 (vLLM's /v1/completions, whose calls would be missing
+    from the record, or /v1/load_lora_adapter, which changes the model of every episode): through
+    a gated proxy a harness reaches the two it records, and reads (GET) the rest."""
+    reached: list[str] = []
+    upstream = create_app(lambda messages: [])
+
+    async def admin(request: Request) -> JSONResponse:
+        reached.append(request.url.path)
+        return JSONResponse({"ok": True})
+
+    for route in ("/v1/load_lora_adapter", "/v1/completions"):
+        upstream.add_route(route, admin, methods=["POST"])
+    with running(upstream) as url, CaptureProxy(f"{url}/v1", gated=True) as proxy:
+        base = proxy.open_episode("episode-4")
+        for route in ("load_lora_adapter", "completions"):
+            answer = httpx.post(f"{base}/{route}", json={"lora_name": "x", "prompt": "hi"}, timeout=30)
+            assert answer.status_code == 404 and "records" in answer.json()["error"]["message"]
+        assert httpx.get(f"{base}/models", timeout=30).status_code == 200
+        assert post(base) == 200
+    assert reached == []
