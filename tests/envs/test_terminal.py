@@ -528,3 +528,15 @@ def test_the_sandbox_of_a_killed_process_is_swept_by_the_next_processes_first_ep
         assert not root.exists() and str(root) not in Path("/proc/self/mounts").read_text()
     finally:
         terminal_env.sweep_dead_owners.__wrapped__()  # nothing is left, even when the sweep failed
+
+
+def test_a_verifier_that_floods_its_output_is_read_as_it_comes_never_stored(tmp_path: Path) -> None:
+    """The verifier's output may be the agent's (a test run printing what its code prints): it went to
+    a file on the host's disk, up to the per-file limit (512 MiB) for every grading at once, and past
+    that limit the verifier was killed. It is read as it comes and only its tail is kept."""
+    flood = "if head -c 600M /dev/zero; then r=1; else r=0; fi; echo $r > /logs/verifier/reward.txt\n"
+    env = harbor_environment(make_task(tmp_path, test=f"#!/bin/bash\n{flood}"))()
+    try:
+        assert play(env, "train/answer") == 1.0, env.state().fields
+    finally:
+        env.close()

@@ -24,8 +24,10 @@ import json
 import math
 import os
 import subprocess
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 from omnienv.envs.terminal.harbor import LOGS_MOUNT, TESTS_MOUNT, TOOLS_MOUNT, HarborTask
 from omnienv.envs.terminal.workspace import SANDBOX_ENV, copy_tree, read_plain_file, workspace_binds, workspace_dir
@@ -89,30 +91,32 @@ def verify(task: HarborTask, workspace: Path, limits: Limits) -> Verdict:
         for name in ("apt-get", "apt"):
             (shims / name).write_bytes(APT_SHIM)
             (shims / name).chmod(0o555)
-        log_file = sandbox.root / "verifier.log"
         env = {**SANDBOX_ENV, "HOME": HOME_MOUNT, **task.env, **task.verifier_env, **REQUIRE_NESTING}
         env["PATH"] = f"{TOOLS_MOUNT}:{env['PATH']}"  # APT_SHIM comes first
         # The launcher runs with the sandbox's own environment: the task's (a PATH or LD_PRELOAD into the
         # workspace) would have it run the agent's prlimit, env or bash. test.sh gets the task's.
         launch = {**VERIFIER_ENV, "HOME": HOME_MOUNT}
         script = 'cd "$1" && shift && exec env -- "$@" "$BASH" /tests/test.sh'
-        with open(log_file, "wb") as log:
-            process = sandbox.spawn(
-                ["bash", "-c", script, "verifier", task.workdir, *(f"{key}={value}" for key, value in env.items())],
-                env=launch,
-                binds=[*workspace_binds(sandbox, task), (str(logs), LOGS_MOUNT), (str(home), HOME_MOUNT)],
-                files=[(str(tests), TESTS_MOUNT), (str(shims), TOOLS_MOUNT)],
-                stdout=log,
-                stderr=log,
-                nest=True,  # the graders run the agent's code in sandboxes of their own
-            )
-            try:
-                process.wait(timeout=task.verifier_timeout)
-                timed_out = False
-            except subprocess.TimeoutExpired:
-                sandbox.kill()
-                timed_out = True
-        output = _tail(log_file)
+        process = sandbox.spawn(
+            ["bash", "-c", script, "verifier", task.workdir, *(f"{key}={value}" for key, value in env.items())],
+            env=launch,
+            binds=[*workspace_binds(sandbox, task), (str(logs), LOGS_MOUNT), (str(home), HOME_MOUNT)],
+            files=[(str(tests), TESTS_MOUNT), (str(shims), TOOLS_MOUNT)],
+            stdout=subprocess.PIPE,  # read as it comes, its tail kept: never a file the verifier fills
+            stderr=subprocess.STDOUT,
+            nest=True,  # the graders run the agent's code in sandboxes of their own
+        )
+        kept = bytearray()
+        reader = threading.Thread(target=_drain, args=(process.stdout, kept), daemon=True, name="verifier-output")
+        reader.start()
+        try:
+            process.wait(timeout=task.verifier_timeout)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            sandbox.kill()
+            timed_out = True
+        reader.join(timeout=10)  # the sandbox is gone, and with it every writer of the pipe
+        output = bytes(kept).decode("utf-8", "replace")
         if timed_out:
             return Verdict(0.0, {}, f"the verifier ran over its {task.verifier_timeout:g} s", output)
         return _read_rewards(logs, output)
@@ -180,9 +184,9 @@ def _read_rewards(logs: Path, output: str) -> Verdict:
     return Verdict(value, {"reward": value}, "", output)
 
 
-def _tail(path: Path) -> str:
-    with open(path, "rb") as f:
-        f.seek(0, 2)
-        size = f.tell()
-        f.seek(max(0, size - _LOG_BYTES))
-        return f.read().decode("utf-8", "replace")
+def _drain(stream: IO[bytes], kept: bytearray) -> None:
+    """Read the verifier's output to its end, keeping its last :data:`_LOG_BYTES`."""
+    with stream:
+        while chunk := os.read(stream.fileno(), 65_536):
+            kept += chunk
+            del kept[:-_LOG_BYTES]
