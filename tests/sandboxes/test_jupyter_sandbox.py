@@ -13,6 +13,7 @@ import io
 import os
 import shutil
 import sys
+import threading
 import time
 
 import pytest
@@ -85,6 +86,33 @@ def test_outputs_are_bounded_and_images_are_png(pool: KernelPool) -> None:
             await sandbox.close()
 
     run(go())
+
+
+def test_a_cells_images_are_decoded_off_the_event_loop(pool: KernelPool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Checking a PNG decodes it, milliseconds for a plot: on the event loop, every session's step
+    would wait for it."""
+    from omnienv.sandboxes.jupyter import collector
+
+    threads: list[threading.Thread] = []
+
+    def recorded(raw: bytes) -> bool:
+        threads.append(threading.current_thread())
+        return check(raw)
+
+    check = collector._decodes_as_png
+    monkeypatch.setattr(collector, "_decodes_as_png", recorded)
+
+    async def go() -> threading.Thread:
+        sandbox = await open_sandbox(pool)
+        try:
+            out = await sandbox.run_code("import matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.show()")
+            assert len(out.images) == 1, out
+        finally:
+            await sandbox.close()
+        return threading.current_thread()
+
+    loop_thread = run(go())
+    assert len(threads) == 1 and threads[0] is not loop_thread
 
 
 def test_the_kernel_packs_messages_with_orjson_and_builds_no_debug_log_records(pool: KernelPool) -> None:

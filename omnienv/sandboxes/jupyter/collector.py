@@ -62,11 +62,11 @@ class OutputCollector:
         self.stdout = BoundedText(limits.stream_chars)
         self.stderr = BoundedText(limits.stream_chars)
         self.results: list[str] = []
-        self.images: list[bytes] = []
         self.notes: list[str] = []
         self.error: CellError | None = None
         self.dropped_images = 0
-        self.tried_images = 0
+        self._unchecked_images: list[bytes] = []
+        """At most ``limits.images`` a cell, each to be decoded by :meth:`output`, kept or not."""
 
     def add(self, msg: dict[str, Any]) -> None:
         kind, content = msg.get("msg_type"), msg.get("content")
@@ -103,27 +103,27 @@ class OutputCollector:
 
     def _add_image(self, png: Any) -> None:
         fits = isinstance(png, str) and len(png) <= (self.limits.image_bytes + 2) // 3 * 4 + 8
-        if not fits or self.tried_images >= self.limits.images:
+        if not fits or len(self._unchecked_images) >= self.limits.images:
             self.dropped_images += 1
             return
-        self.tried_images += 1  # each one is decoded: at most ``images`` a cell, whether kept or not
         try:
             raw = base64.b64decode(png, validate=False)
         except (binascii.Error, ValueError):
             self.dropped_images += 1
             return
-        if len(raw) <= self.limits.image_bytes and _decodes_as_png(raw):
-            self.images.append(raw)
+        if len(raw) <= self.limits.image_bytes:
+            self._unchecked_images.append(raw)
         else:
             self.dropped_images += 1
 
     def output(self) -> CellOutput:
+        """The cell's output. Its images are decoded here, milliseconds each: call it off the event loop."""
+        images = [raw for raw in self._unchecked_images if _decodes_as_png(raw)]
+        dropped = self.dropped_images + len(self._unchecked_images) - len(images)
         notes = list(self.notes)
-        if self.dropped_images:
+        if dropped:
             notes.append(
-                f"{self.dropped_images} image(s) not shown (at most {self.limits.images} per "
+                f"{dropped} image(s) not shown (at most {self.limits.images} per "
                 f"cell, PNG of {self.limits.image_bytes} bytes and {IMAGE_PIXELS:,} pixels each)."
             )
-        return CellOutput(
-            self.stdout.value(), self.stderr.value(), list(self.results), list(self.images), self.error, None, notes
-        )
+        return CellOutput(self.stdout.value(), self.stderr.value(), list(self.results), images, self.error, None, notes)

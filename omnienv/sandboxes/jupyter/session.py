@@ -196,7 +196,7 @@ class JupyterSandbox:
         stopped: int,
     ) -> CellOutput:
         strays = stopped + await self._kill_strays()
-        output = collect.output()
+        output = await to_blocking_thread(collect.output)  # it decodes the cell's images
         if reply is not None:
             count = reply.get("content", {}).get("execution_count")
             output.execution_count = count if isinstance(count, int) else None
