@@ -139,10 +139,16 @@ class SandboxShell:
             raise RuntimeError(f"the sandbox shell did not start within {_START_S:g} s")
         self._shell = self._shell_pid(process)
 
-    def run(self, command: str, timeout: float) -> CommandResult:
-        """Run ``command`` in the shell for at most ``timeout`` seconds."""
+    def run(self, command: str, timeout: float, output_bytes: int | None = None) -> CommandResult:
+        """Run ``command`` in the shell for at most ``timeout`` seconds, keeping ``output_bytes`` of its
+        output (the shell's own bound by default)."""
         if self._process is None or self._eof:
             self.start()
+        if output_bytes is not None:
+            with self._cond:  # the capture that takes this command's output (and what jobs print before it)
+                half = output_bytes // 2
+                self._capture.head_limit = max(self._capture.head_limit, half)
+                self._capture.tail_limit = max(self._capture.tail_limit, output_bytes - half)
         self._number += 1
         self._send(f"eval {ansi_c_quoted(command)} </dev/null 2>&1\n{self._marker_line()}")
         done = self._wait_done(time.monotonic() + timeout)

@@ -540,3 +540,19 @@ def test_a_verifier_that_floods_its_output_is_read_as_it_comes_never_stored(tmp_
         assert play(env, "train/answer") == 1.0, env.state().fields
     finally:
         env.close()
+
+
+def test_read_file_shows_a_file_up_to_64_kb_whole(tmp_path: Path) -> None:
+    """It went through the shell's 20 KB window on a command's output: past that, the middle of the
+    file was dropped with a note an agent could take for the file's own text."""
+    env = harbor_environment(make_task(tmp_path))()
+    try:
+        env.reset("train/answer")
+        text = "".join(f"line {number}\n" for number in range(5000))  # 53,890 bytes
+        env.step(ToolCall("write_file", {"path": "big.txt", "content": text}))
+        assert env.step(ToolCall("read_file", {"path": "big.txt"})).observation.text == text.removesuffix("\n")
+        env.step(ToolCall("write_file", {"path": "bigger.txt", "content": text * 2}))
+        shown = env.step(ToolCall("read_file", {"path": "bigger.txt"})).observation.text
+        assert shown.startswith(text) and shown.endswith("is longer than 65536 bytes: read the rest with run]")
+    finally:
+        env.close()

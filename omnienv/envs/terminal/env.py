@@ -172,7 +172,7 @@ class Terminal(Environment):
             self.verdict = verify(self.harbor, workspace_dir(self.sandbox), self.sandbox.limits)
         return self.verdict
 
-    def _run(self, command: str, timeout: float) -> CommandResult:
+    def _run(self, command: str, timeout: float, output_bytes: int | None = None) -> CommandResult:
         """Run in the shell for at most ``timeout`` seconds, and never past the task's own limit."""
         if self.shell is None or self.harbor is None or self.sandbox is None:  # pragma: no cover
             raise ToolError("no shell: the episode has not started")
@@ -186,7 +186,7 @@ class Terminal(Environment):
         sandbox = self.sandbox
         full = sandbox.memory_limit_hits()
         try:
-            return self.shell.run(command, min(timeout, left))
+            return self.shell.run(command, min(timeout, left), output_bytes)
         except Exception as exc:  # a new shell (after an exit, or one that would not stop) did not start
             if sandbox.memory_limit_hits() > full:  # the agent's files or processes fill its memory
                 raise AgentCausedEnd(
@@ -228,7 +228,7 @@ class Terminal(Environment):
         Args:
             path: The file, absolute or relative to the shell's current directory.
         """
-        result = self._run(f"head -c {FILE_BYTES + 1} -- {shlex.quote(path)}", 30.0)
+        result = self._run(f"head -c {FILE_BYTES + 1} -- {shlex.quote(path)}", 30.0, 2 * FILE_BYTES)
         if result.exit_code != 0:
             raise ToolError(result.output or f"cannot read {path}")
         text = result.output
