@@ -231,6 +231,11 @@ class TrainingRecord:
                     f"call {call.index}: {len(call.logprobs)} logprobs for "
                     f"{len(call.completion_token_ids or [])} completion tokens"
                 )
+            elif len(choices := call.response.get("choices") or ()) > 1:
+                problems.append(
+                    f"call {call.index}: {len(choices)} choices, of which only the first is recorded "
+                    "(the harness may have used another)"
+                )
         return problems
 
     @property

@@ -136,6 +136,21 @@ def test_calls_without_token_ids_say_so_and_give_no_token_view() -> None:
     assert atif["extra"]["missing"] == ["call 1: no token ids (no ids)"]
 
 
+def test_a_call_of_several_choices_is_no_training_data() -> None:
+    """Only its first choice is recorded, and the harness may have gone on with another: training
+    the first on the episode's reward would credit tokens that played no part in it."""
+    first, second = conversation()
+    choices = second.response["choices"]
+    second.response["choices"] = [*choices, {**choices[0], "index": 1}]
+    record = TrainingRecord.from_calls([first, second], reward=1.0)
+    assert record.has_tokens and not record.trainable
+    assert record.missing == [
+        "call 1: 2 choices, of which only the first is recorded (the harness may have used another)"
+    ]
+    with pytest.raises(ValueError, match="call 1: 2 choices"):
+        to_openenv_trace(record)
+
+
 def test_missing_or_misaligned_logprobs_are_reported_and_left_none() -> None:
     first, second = conversation()
     second.logprobs = [-1.0]  # one for two tokens: would shift credit, so it is dropped
