@@ -333,7 +333,7 @@ class ProxyApp:
             data = _loads(content) if answer.status < 400 else None
             if answer.status >= 400:
                 if answer.status >= 500 or answer.status == 429:
-                    self.log.fail(episode, f"the model server answered {answer.status}: {content[:300]!r}")
+                    self.log.fail(episode, f"the model server answered {answer.status}")  # its body may echo a key
                 return await _reply(send, answer.status, content, _kept(answer))
             if not isinstance(data, dict):
                 why = f"the answer ({len(content):,} bytes) is not a JSON object: its call's tokens are unknown"
