@@ -12,6 +12,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -119,3 +120,44 @@ def test_tests_the_host_cannot_copy_are_its_failure_never_a_score(tmp_path: Path
     )  # fmt: skip
     assert child.returncode == 0, child.stderr[-2000:]
     assert json.loads(child.stdout.splitlines()[-1]) == {"reward": 0.0, "failure": "env_error"}, child.stderr[-2000:]
+
+
+COMPARE = """#!/bin/bash
+r=0
+cmp -s /app/output.txt /tests/expected_output.txt && [ "$(/app/bin/py -c 'print(6 * 7)')" = 42 ] && r=1
+echo $r > /logs/verifier/reward.txt
+"""
+VENV_LIKE = "mkdir -p bin lib && ln -s /usr/bin/python3 lib/python && ln -s ../lib/python bin/py && "
+
+
+@pytest.mark.parametrize(
+    "link",
+    [
+        "/tests/expected_output.txt",
+        "../tests/expected_output.txt",
+        "/proc/self/root/tests/expected_output.txt",
+        "/usr/../tests/expected_output.txt",
+        "bin/up/../tests/expected_output.txt",  # through a link of the workspace's own, then ..
+    ],
+)
+def test_a_link_to_the_verifiers_own_files_is_not_in_its_copy(tmp_path: Path, link: str) -> None:
+    """In the agent's sandbox ``output.txt -> /tests/expected_output.txt`` leads nowhere; in the
+    verifier's it was the answer, and a test that compares the two passed. Links into the
+    workspace and the host's system (a virtualenv's python) are kept."""
+    task = make_task(tmp_path, test=COMPARE)
+    (task / "tests" / "expected_output.txt").write_text("the answer\n")
+    env = harbor_environment(task)()
+    try:
+        honest = play(env, VENV_LIKE + "echo 'the answer' > output.txt")
+        hostile = play(env, VENV_LIKE + f"ln -s .. bin/up && ln -s {link} output.txt")
+    finally:
+        env.close()
+    assert (honest, hostile) == (1.0, 0.0)
+
+
+def play(env: Any, command: str) -> float:
+    env.reset("train/answer")
+    assert "[exit code 0]" in env.step(ToolCall("run", {"command": command})).observation.text
+    result = env.step(ToolCall("submit", {}))
+    assert result.failure is None, result
+    return float(result.reward)

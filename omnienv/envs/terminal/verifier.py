@@ -79,7 +79,7 @@ def verify(task: HarborTask, workspace: Path, limits: Limits) -> Verdict:
     sandbox = Sandbox(limits, prefix=VERIFIER_PREFIX, hidden=(task.root,))
     try:
         os.chmod(workspace, 0o755)  # as it was made: the agent may have made its mount point unreadable to the host
-        copy_tree(workspace, workspace_dir(sandbox))
+        copy_tree(workspace, workspace_dir(sandbox), mounted_at=task.mount)  # no link to /tests or /logs
         tests = sandbox.root / "tests"  # the task's own, with the files its suite shares by link
         copy_tree(task.tests_dir, tests, follow_within=task.root, strict=True)
         logs = sandbox.run_dir / "verifier"

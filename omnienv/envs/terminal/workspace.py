@@ -122,7 +122,14 @@ def _run_step(
             raise RuntimeError(f"task '{task.id}': {what} exited with {code}:\n{tail}")
 
 
-def copy_tree(source: Path, target: Path, *, follow_within: Path | None = None, strict: bool = False) -> None:
+def copy_tree(
+    source: Path,
+    target: Path,
+    *,
+    follow_within: Path | None = None,
+    strict: bool = False,
+    mounted_at: str | None = None,
+) -> None:
     """Copy ``source``'s contents into ``target``: directories, regular files and links only.
 
     Links are copied as links, except those that lead to a file or directory inside
@@ -131,6 +138,8 @@ def copy_tree(source: Path, target: Path, *, follow_within: Path | None = None, 
     thousand deep are copied, not a ``RecursionError`` that would void the episode. What cannot be
     copied is skipped with a warning (the agent's unreadable files), or raises when ``strict`` (a
     task's own tests: a verifier missing a file would grade the workspace, not say the host failed).
+    With ``mounted_at`` (where ``source`` is mounted in a sandbox), a link that would lead out of it
+    there, anywhere but the host's read-only system (:func:`leads_out`), is not copied.
     """
     within = follow_within.resolve() if follow_within is not None else None
     target.mkdir(parents=True, exist_ok=True)
@@ -157,7 +166,13 @@ def copy_tree(source: Path, target: Path, *, follow_within: Path | None = None, 
                         resolved = Path(entry.path).resolve()
                         if resolved.is_relative_to(within) and resolved not in followed:
                             mode, entry_path, into = resolved.stat().st_mode, str(resolved), followed | {resolved}
-                    if stat.S_ISLNK(mode):
+                    if (
+                        stat.S_ISLNK(mode)
+                        and mounted_at is not None
+                        and leads_out(Path(entry.path), source, mounted_at)
+                    ):
+                        logger.warning("workspace copy skipped %s: a link out of the workspace", entry.path)
+                    elif stat.S_ISLNK(mode):
                         os.symlink(os.readlink(entry.path), destination)
                     elif stat.S_ISDIR(mode):
                         destination.mkdir(exist_ok=True)
@@ -172,6 +187,49 @@ def copy_tree(source: Path, target: Path, *, follow_within: Path | None = None, 
     for entry_path, destination in reversed(made):  # children before parents: a copy changes its parent's times
         with contextlib.suppress(OSError):
             shutil.copystat(entry_path, destination, follow_symlinks=False)
+
+
+_SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
+"""The host's read-only system, the same in every sandbox (``/proc`` and ``/dev`` are not: through
+``/proc/self/root`` a link reaches the whole of the sandbox it is read in)."""
+
+
+def leads_out(link: Path, workspace: Path, mount: str) -> bool:
+    """Whether ``link`` (in ``workspace``, the host directory a sandbox mounts at ``mount``), resolved as
+    that sandbox's kernel would, leads anywhere but the workspace and the host's read-only system.
+
+    In the agent's sandbox a link to ``/tests/expected.txt`` leads nowhere; in the verifier's it is
+    the answer, and ``cmp /app/out.txt /tests/expected.txt`` would pass. Links are followed as the
+    kernel does, through the workspace's own links and the system's, ``..`` after each."""
+    pending = list(reversed(PurePosixPath(os.readlink(link)).parts))
+    current = PurePosixPath(mount) / link.parent.relative_to(workspace)
+    hops = 0
+    while pending:
+        part = pending.pop()
+        if part == "/":
+            current = PurePosixPath("/")
+        elif part == "..":
+            current = current.parent
+        elif part not in (".", ""):
+            candidate = current / part
+            if _inside(str(candidate), mount):
+                host = workspace / candidate.relative_to(mount)
+            elif any(_inside(str(candidate), root) for root in _SYSTEM):
+                host = Path(candidate)
+            else:
+                return True
+            if host.is_symlink():
+                hops += 1
+                if hops > 40:  # a loop: the kernel gives up too
+                    return True
+                pending.extend(reversed(PurePosixPath(os.readlink(host)).parts))
+            else:
+                current = candidate
+    return False
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
 
 
 def read_plain_file(directory: Path, name: str, limit: int) -> bytes | None:
