@@ -16,8 +16,10 @@ as a :class:`ModelError`, which flags the episode as failed rather than scoring 
 bounded and carries no API key. So does a reply the server did not finish (``finish_reason``
 ``abort`` or ``error``, a failed response): it is the server's doing, not a choice of the model's.
 A finished reply without a tool call ends the episode (:class:`EndEpisode`): the model has stopped
-acting. What the model writes is its own doing and is scored: malformed or absurd tool calls reach
-the environment, which answers them as invalid actions.
+acting. So does a request the server refuses for its length (past the model's context window): the
+agent's turns filled it, and the loop scores the episode as it stands. What the model writes is
+its own doing and is scored: malformed or absurd tool calls reach the environment, which answers
+them as invalid actions.
 """
 
 from __future__ import annotations
@@ -56,6 +58,23 @@ _UNFINISHED_STATUSES = frozenset({"failed", "cancelled", "queued", "in_progress"
 # The openai client's own HTTP library (httpx, or httpx2 in newer releases): the bounded transport
 # below must be of the same library as the client it is given to.
 _http: Any = sys.modules[openai.DefaultAsyncHttpxClient.__mro__[1].__module__.partition(".")[0]]
+
+
+_CONTEXT_WINDOW = re.compile(r"context[ _](length|window)|maximum context|longer than the model|too many tokens", re.I)
+"""How servers refuse a conversation past the model's context window (400): OpenAI's code
+``context_length_exceeded``, vLLM's "maximum context length", SGLang's "longer than the model's
+context length"."""
+
+
+def _outgrew_context(exc: openai.APIError) -> bool:
+    """Whether the server refused the conversation for its length. Past the first call, that is a
+    turn limit the agent's own turns reached, so the episode ends there and is scored: as a failure,
+    it would be the agent's way to void a losing episode (flood the conversation until the server
+    refuses it). On the first call it is the operator's prompt or ``max_tokens``, and a failure."""
+    if not isinstance(exc, openai.BadRequestError):
+        return False
+    body = exc.response.text[: ERROR_CHARS * 8] if exc.response is not None else str(exc)
+    return exc.code == "context_length_exceeded" or bool(_CONTEXT_WINDOW.search(body))
 
 
 class ModelError(OmniEnvError):
@@ -188,6 +207,8 @@ class ChatPolicy:
                 return await self._ask_responses(conversation)
             return await self._ask_chat(conversation)
         except openai.APIError as exc:
+            if conversation.episode.steps and _outgrew_context(exc):  # on the first call: the prompt or max_tokens
+                raise EndEpisode(f"the conversation outgrew the model's context window: {self._explain(exc)}") from None
             raise ModelError(self._explain(exc)) from exc
 
     def _explain(self, exc: openai.APIError) -> str:

@@ -3,7 +3,8 @@
 It drives the async face of an environment (:func:`omnienv.core.as_async` in-process, or a
 client of a remote server), so one loop serves both. Anything that breaks outside the agent's
 control (the environment raising, the connection dropping, the policy crashing, the deadline)
-ends the episode with a ``failure`` instead of a score.
+ends the episode with a ``failure`` instead of a score. A policy that stops acting first (a model
+answering in words) leaves the episode to :func:`end_stopped`, which scores it as it stands.
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ from dataclasses import dataclass
 
 from omnienv.core import AsyncEnv, Failure, OmniEnvError, ToolCall
 from omnienv.rollout.policy import EndEpisode, Policy
-from omnienv.rollout.trajectory import Episode, Step
+from omnienv.rollout.trajectory import TRAINER_END, Episode, Step
 
-__all__ = ["EpisodePlan", "arun_episode", "arun_episodes"]
+__all__ = ["EpisodePlan", "arun_episode", "arun_episodes", "end_stopped"]
 
 EnvFactory = Callable[[], AsyncEnv | Awaitable[AsyncEnv]]
 
@@ -37,8 +38,6 @@ async def arun_episode(env: AsyncEnv, policy: Policy, plan: EpisodePlan, *, dead
         await asyncio.wait_for(_play(env, policy, plan, episode), deadline_s)
     except TimeoutError:
         episode.failure = Failure("timeout", f"episode exceeded its {deadline_s:g} s deadline")
-    except EndEpisode as exc:
-        episode.stopped = str(exc) or "the policy stopped"
     except _PolicyFailed as exc:
         episode.failure = Failure(exc.kind, str(exc))
     except (OmniEnvError, OSError) as exc:
@@ -58,8 +57,9 @@ async def _play(env: AsyncEnv, policy: Policy, plan: EpisodePlan, episode: Episo
     while True:
         try:
             call: ToolCall = await policy.act(episode)
-        except EndEpisode:
-            raise
+        except EndEpisode as exc:
+            episode.stopped = str(exc) or "the policy stopped"
+            return await end_stopped(env, episode)
         except Exception as exc:
             kind = getattr(exc, "failure_kind", "policy")
             raise _PolicyFailed(f"{type(exc).__name__}: {exc}", kind) from exc
@@ -69,6 +69,16 @@ async def _play(env: AsyncEnv, policy: Policy, plan: EpisodePlan, episode: Episo
         if result.over:
             episode.failure = result.failure or episode.failure
             return
+
+
+async def end_stopped(env: AsyncEnv, episode: Episode) -> None:
+    """End the episode its policy (or harness) left running, as every trainer does: the rubric scores
+    the state reached (for the terminal, its verifier grades the workspace), so a model that stops
+    one call short of ``submit`` is scored alike in an eval and in training. Recorded as a last
+    step named :data:`TRAINER_END`; an error of the environment's reaches the caller."""
+    started = time.perf_counter()
+    result = await env.end()
+    episode.steps.append(Step(ToolCall(TRAINER_END), result, time.perf_counter() - started))
 
 
 async def arun_episodes(

@@ -14,7 +14,12 @@ import orjson
 from omnienv.core import EpisodeLedger, Failure, Observation, StepResult, ToolCall
 from omnienv.core.text import valid_text
 
-__all__ = ["Episode", "Step", "valid_text"]
+__all__ = ["TRAINER_END", "Episode", "Step", "valid_text"]
+
+TRAINER_END = "end"
+"""The call name of a last step that is no call of the agent's: its policy or harness stopped before
+the episode was over, so the runner ended it (``env.end()``: truncated, the rubric scoring the state
+reached), as every trainer does."""
 
 
 @dataclass(slots=True)

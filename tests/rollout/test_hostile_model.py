@@ -18,6 +18,7 @@ from typing import Any
 from omnienv.envs.wordle import Wordle
 from omnienv.rollout import plan_episodes, read_episodes, rollout
 from omnienv.rollout.llm import ChatPolicy
+from omnienv.rollout.trajectory import TRAINER_END
 from omnienv.server import running
 from tests.capture.test_proxy import bare_upstream, terabyte_upstream
 
@@ -94,6 +95,54 @@ def test_an_unfinished_generation_is_a_model_failure_never_a_reward() -> None:
     assert summary.failures == 2 and summary.scored == 0 and summary.stopped == 0
 
 
+CONTEXT_FULL = {
+    "error": {
+        "message": "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens.",
+        "type": "BadRequestError",
+        "code": 400,
+    }
+}  # noqa: E501
+
+
+def refusing_after(answers: int) -> Handle:
+    """A server that guesses "crane" ``answers`` times, then refuses the conversation as past the
+    model's context window, as vLLM does (a 400)."""
+    count = iter(range(1_000_000))
+
+    @server
+    async def handle(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        await receive()
+        status, body = (200, completion()) if next(count) < answers else (400, CONTEXT_FULL)
+        headers = [(b"content-type", b"application/json")]
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": json.dumps(body).encode()})
+
+    return handle
+
+
+def test_a_conversation_past_the_context_window_ends_the_episode_scored(tmp_path: Path) -> None:
+    """The agent's turns filled the window (say, by flooding its outputs): a turn limit it reached,
+    scored as it stands. As a failure it would void the losing episodes of an agent that floods."""
+    out = tmp_path / "run.jsonl"
+    with running(refusing_after(1)) as url:
+        summary = play(url, 1, out)
+    (episode,) = read_episodes(out)
+    assert summary.failures == 0 and episode.failure is None and episode.truncated
+    assert episode.stopped is not None and "context window" in episode.stopped and "4096 tokens" in episode.stopped
+    assert [step.call.name for step in episode.steps] == ["guess", TRAINER_END]
+    assert "rubric" in episode.steps[-1].result.info
+
+
+def test_a_first_request_past_the_context_window_is_a_model_failure(tmp_path: Path) -> None:
+    """No turn of the agent's yet: the operator's prompt or max_tokens is too long for the model."""
+    out = tmp_path / "run.jsonl"
+    with running(refusing_after(0)) as url:
+        summary = play(url, 1, out)
+    (episode,) = read_episodes(out)
+    assert summary.failures == 1 and episode.failure is not None and episode.failure.kind == "model"
+    assert "maximum context length" in episode.failure.message
+
+
 def test_an_error_body_is_quoted_short_and_without_the_api_key(tmp_path: Path) -> None:
     key = "sk-very-secret-key"
 
@@ -125,7 +174,8 @@ def test_malformed_tool_calls_are_the_model_s_and_scored_and_their_run_resumes(t
         summary = play(url, 1, out, max_model_calls=4)
     assert summary.failures == 0 and summary.scored == 1
     (episode,) = read_episodes(out)  # non-object arguments read back as written
-    assert [step.call.arguments for step in episode.steps[2:]] == [[1, 2], "{not json"]
+    assert [step.call.arguments for step in episode.steps[2:4]] == [[1, 2], "{not json"]
+    assert episode.steps[4].call.name == TRAINER_END  # its limit of model calls stopped it: ended, scored
     assert "unknown tool" in episode.steps[1].result.observation.text.lower()
     with running(answering(lambda n: b"{}")) as url:
         again = play(url, 1, out, resume=True)  # resuming: the episode is kept, not played again

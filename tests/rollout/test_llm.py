@@ -9,15 +9,17 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
 
-from omnienv.envs.wordle import Wordle
+from omnienv.envs.wordle import Wordle, score_guess
 from omnienv.envs.wordle.responder import wordle_responder
 from omnienv.rollout import plan_episodes, read_episodes, rollout
 from omnienv.rollout.llm import ChatPolicy
 from omnienv.rollout.scripted_openai import Faults, create_app
+from omnienv.rollout.trajectory import TRAINER_END
 from omnienv.server import running
 
 
@@ -132,6 +134,28 @@ def test_model_that_stops_calling_tools_ends_the_episode(tmp_path: Path) -> None
         policy = lambda: ChatPolicy("scripted", Wordle.tools, base_url=f"{url}/v1")  # noqa: E731
         summary = rollout(Wordle, policy, plan_episodes(Wordle, 2, "test"))
     assert summary.stopped == 2 and summary.failures == 0 and summary.mean_reward == 0.0
+
+
+def test_an_episode_the_model_stops_early_is_ended_and_scored_by_the_rubric(tmp_path: Path) -> None:
+    """As every trainer does (TRL, Inspect, NeMo Gym...): the rubric scores the state reached, so an
+    eval and a training run give a model that stops early the same reward."""
+
+    def guess_once(messages: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+        return [] if any(m.get("role") == "tool" for m in messages) else [("guess", {"word": "crane"})]
+
+    out = tmp_path / "stopped.jsonl"
+    plans = plan_episodes(Wordle, 3, "test")
+    with running(create_app(responder=guess_once)) as url:
+        policy = lambda: ChatPolicy("scripted", Wordle.tools, base_url=f"{url}/v1")  # noqa: E731
+        summary = rollout(Wordle, policy, plans, out=out)
+    answers = {task.id: task.answer for task in Wordle.tasks("test")}
+    for episode in read_episodes(out):
+        greens = score_guess("crane", answers[episode.task_id]).count("🟩")
+        assert episode.stopped == "the model answered without calling a tool" and episode.failure is None
+        assert [step.call.name for step in episode.steps] == ["guess", TRAINER_END] and episode.truncated
+        assert episode.reward == pytest.approx(0.1 * greens)  # partial credit: the rubric ran
+        assert episode.steps[-1].result.info["rubric"] == {"solved": 0.0, "partial_credit": pytest.approx(0.1 * greens)}
+    assert summary.stopped == 3 and summary.failures == 0
 
 
 def test_eval_against_a_remote_environment_server(endpoint: str, tmp_path: Path) -> None:
