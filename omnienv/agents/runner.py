@@ -40,17 +40,16 @@ from omnienv.capture.calls import ModelCall
 from omnienv.capture.proxy import CaptureProxy
 from omnienv.capture.records import TrainingRecord
 from omnienv.client.http import AsyncHTTPClient
-from omnienv.core import EnvironmentBase, Failure, OmniEnvError, ToolCall, load_environment
+from omnienv.core import EnvironmentBase, Failure, OmniEnvError, load_environment
 from omnienv.rollout import EpisodePlan, Summary, plan_episodes, summarize
+from omnienv.rollout.loop import end_stopped
 from omnienv.rollout.run import summary_path
-from omnienv.rollout.trajectory import Episode, Step
+from omnienv.rollout.trajectory import TRAINER_END, Episode
 from omnienv.server import ServerConfig, assemble, running
 
 __all__ = ["AgentEpisode", "AgentRun", "run_agents"]
 
 DEFAULT_TIMEOUT_S = 600.0
-END = "end"
-"""The call name of the last step when the runner ended the episode (its result: ``ended_by: trainer``)."""
 _LEFT_OUT_OF_LINES = ("request", "response")  # the records file keeps the calls whole
 
 
@@ -103,7 +102,7 @@ class _Run:
             await client.close()
         outage = self.proxy.log.failure(name)
         calls = self.proxy.drain(name)
-        cut = bool(episode.steps) and episode.steps[-1].call.name == END
+        cut = bool(episode.steps) and episode.steps[-1].call.name == TRAINER_END
         if outage is not None and cut and episode.failure is None:  # it stopped because its model failed
             episode.failure = Failure("model", f"{self.harness.name} stopped after {outage}")
         elif not calls and episode.failure is None:
@@ -143,13 +142,10 @@ class _Run:
         episode.steps = shell.steps
         episode.failure = shell.failure
         if not episode.over:  # the harness stopped without the episode ending: the trainer's cut scores it
-            cut = time.perf_counter()
             try:
-                result = await client.end()
+                await end_stopped(client, episode)
             except OmniEnvError as exc:
                 episode.failure = Failure.from_exception("end", exc)
-            else:
-                episode.steps.append(Step(ToolCall(END), result, time.perf_counter() - cut))
         episode.failure = episode.ledger.failure  # a step's failure voids the episode as a whole
         report: dict[str, Any] = {"stopped": finished.stopped, "exit_code": finished.exit_code}
         report |= {"seconds": round(finished.seconds, 3), "submitted": shell.submitted}

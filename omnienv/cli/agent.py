@@ -74,7 +74,7 @@ def run(
     """Run HARNESS on episodes of ENV: commands in its sandbox, model calls captured token-exact."""
     try:
         from omnienv.agents import find_shell_tool, load_harness, run_agents
-        from omnienv.agents.runner import END
+        from omnienv.rollout.trajectory import TRAINER_END
     except ImportError as exc:
         raise fail(f"agent runs need the server extra: pip install 'omnienv[server]' ({exc})") from None
     cls = env_class(env)
@@ -116,7 +116,7 @@ def run(
     stops = Counter(str(item.harness.get("stopped")) for item in result.episodes)
     calls = [call for item in result.episodes for call in item.record.calls]
     with_ids = sum(call.has_tokens for call in calls)
-    commands = [sum(step.call.name != END for step in item.episode.steps) for item in result.episodes]
+    commands = [sum(step.call.name != TRAINER_END for step in item.episode.steps) for item in result.episodes]
     mean = sum(commands) / len(commands) if commands else math.nan
     console.print(f"harness ends: {', '.join(f'{name}: {count}' for name, count in sorted(stops.items()))}")
     console.print(f"commands per episode: {mean:.1f}; model calls captured: {len(calls)}, {with_ids} with token ids")

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from omnienv.agents import load_spec, run_agents
-from omnienv.agents.runner import END, AgentEpisode
+from omnienv.agents.runner import AgentEpisode
 from omnienv.capture import read_records
 from omnienv.core import Environment, Task, tool
 from omnienv.envs.jupyter.solutions import solution
@@ -28,6 +28,7 @@ from omnienv.envs.jupyter.tasks import jupyter_tasks
 from omnienv.envs.terminal import Terminal
 from omnienv.rollout import read_episodes
 from omnienv.rollout.scripted_openai import Faults, Responder, create_app
+from omnienv.rollout.trajectory import TRAINER_END as END
 from omnienv.server import ServerConfig, assemble, running
 from tests.agents.scripted import replay_responder, shell_actions
 from tests.peerenv import ROOT
