@@ -73,13 +73,6 @@ class EnvironmentBase:
     blocking: ClassVar[bool] = True
     """False when every call is fast and CPU-light, so servers may run it on the event loop."""
 
-    @classmethod
-    def step_seconds(cls) -> float | None:
-        """The longest a step may rightly take, in seconds, where the agent sets it (a command's own
-        timeout) or a grader takes it (a verifier's): a server's step deadline is never shorter, or
-        the agent could void a losing episode by outlasting it. None: the server's deadline alone."""
-        return None
-
     shows_images: ClassVar[bool] = False
     """True when tools return images (a desktop's screenshots): dialects whose observation shape
     is fixed before the first step (Gymnasium's spaces) choose a multimodal one."""
@@ -226,6 +219,13 @@ class EnvironmentBase:
             episode.final_reward,
             episode.failure,
         )
+
+    @classmethod
+    def step_seconds(cls) -> float | None:
+        """The longest a step may rightly take, in seconds, where the agent sets it (a command's own
+        timeout) or a grader takes it (a verifier's): a server's step deadline is never shorter, or
+        the agent could void a losing episode by outlasting it. None: the server's deadline alone."""
+        return None
 
     @classmethod
     def preflight(cls) -> None:
