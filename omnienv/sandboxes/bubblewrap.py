@@ -180,6 +180,8 @@ def bwrap_command(
     # sysctls (core_pattern runs a program as root on the host) with no capability at all, and the
     # sandbox's uid is the host's when the server runs as root. bwrap leaves it writable.
     cmd += ["--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys"]
+    if nest:  # a nested bwrap forbids user namespaces by writing its own namespace's limit there
+        cmd += ["--bind", "/proc/sys/user", "/proc/sys/user"]  # (each user namespace has its own)
     for path in _root_only_proc():  # the same uid reads what the host shows only to root: cover it
         cmd += ["--ro-bind", "/dev/null", path]
     cmd += ["--dev", "/dev", "--size", str(limits.shm_bytes), "--tmpfs", "/dev/shm"]

@@ -105,6 +105,7 @@ seen = verifylib.run(["bash", "-c", '''
   echo "grader_proc=$(ls -A /proc/%d 2>/dev/null | wc -l) self=$(ls /proc/self/fd | wc -l)"
   touch /app/planted 2>/dev/null; echo "app_writable=$?"
   echo "procsub=$(cat <(echo ok)) stdin=$(echo ok | cat /dev/stdin)"
+  unshare --user true 2>/dev/null; echo "userns=$?"
   for p in /proc/[0-9]*; do [ "${p#/proc/}" = "$$" ] || kill -9 "${p#/proc/}"; done 2>/dev/null
 ''' % grader])
 print(json.dumps({"child": seen.out, "err": seen.err[-500:], "rc": seen.rc, "planted": os.path.exists("/app/planted")}))
@@ -114,7 +115,7 @@ print(json.dumps({"child": seen.out, "err": seen.err[-500:], "rc": seen.rc, "pla
 def test_a_grader_runs_the_agents_code_out_of_sight_and_reach_of_everything_it_holds(tmp_path: Path) -> None:
     """What one child of the shipped graders' library sees: no answers, no reward directory, no
     grader to read or signal (it outlives the child's attempt to kill every process), a read-only
-    workspace, and still a working /proc of its own."""
+    workspace, no user namespace of its own to make, and still a working /proc of its own."""
     sandbox = Sandbox(Limits(), prefix="omnienv-verifier-")
     try:
         app, logs = tmp_path / "app", tmp_path / "logs"
@@ -140,6 +141,7 @@ def test_a_grader_runs_the_agents_code_out_of_sight_and_reach_of_everything_it_h
     assert child["grader_proc"] == "0" and int(child["self"]) >= 3, report
     assert child["app_writable"] != "0" and not report["planted"], report
     assert (child["procsub"], child["stdin"]) == ("ok", "ok"), report
+    assert child["userns"] != "0", report  # no user namespace of its own, to mount what the kernel shows
 
 
 def test_under_omnienv_a_grader_refuses_to_run_the_agents_code_unsandboxed(tmp_path: Path) -> None:

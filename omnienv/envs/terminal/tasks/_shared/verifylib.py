@@ -32,6 +32,7 @@ HIDDEN = ("/tests", "/logs")
 REQUIRE_SANDBOX = os.environ.get("OMNIENV_VERIFIER") == "1"
 _scratch = None
 _nests = None
+_probed = False
 
 
 def scratch():
@@ -109,32 +110,35 @@ def _verifier_pids():
 
 
 def nesting_available():
-    """Whether bubblewrap runs here; when the verifier requires it, raise if it does not."""
+    """The extra options of a nested sandbox here, or None where bubblewrap cannot nest; when the
+    verifier requires it, raise if it cannot. Where bubblewrap can forbid it (0.8 on), the agent's
+    code makes no user namespace of its own, in which it could mount what the host's kernel shows."""
     bwrap = shutil.which("bwrap", path=PATH)
     why = "bubblewrap is missing"
     if bwrap is not None:
-        probe = subprocess.run([bwrap, "--unshare-all", "--unshare-user", "--dev-bind", "/", "/", "true"],
-                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                               env={"PATH": PATH}, timeout=30)
-        if probe.returncode == 0:
-            return True
+        for extra in (["--disable-userns"], []):
+            probe = subprocess.run([bwrap, "--unshare-all", "--unshare-user", *extra, "--dev-bind", "/", "/", "true"],
+                                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                   env={"PATH": PATH}, timeout=30)
+            if probe.returncode == 0:
+                return extra
         why = f"bubblewrap cannot nest here: {probe.stderr.decode('utf-8', 'replace').strip()[:300]}"
     if REQUIRE_SANDBOX:
         raise RuntimeError(f"{why}; the grader will not run the agent's code unsandboxed")
-    return False
+    return None
 
 
 def sandboxed(argv, cwd):
     """argv in a nested bubblewrap sandbox (see the module's docstring), or argv itself where
     bubblewrap is missing and the verifier does not require it."""
-    global _nests
-    if _nests is None:
+    global _nests, _probed
+    if not _probed:
         _subreaper()  # what the probe leaves is then ours to reap, so no /proc entry below vanishes
-        _nests = nesting_available()
+        _nests, _probed = nesting_available(), True
         reap()
-    if not _nests:
+    if _nests is None:
         return list(argv)
-    command = [shutil.which("bwrap", path=PATH), "--unshare-all", "--unshare-user", "--die-with-parent",
+    command = [shutil.which("bwrap", path=PATH), "--unshare-all", "--unshare-user", *_nests, "--die-with-parent",
                "--new-session", "--cap-drop", "ALL", "--dev-bind", "/", "/"]
     for path in HIDDEN:
         if os.path.isdir(path):
