@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from omnienv.envs.terminal.harbor import LOGS_MOUNT, TESTS_MOUNT, TOOLS_MOUNT, HarborTask
+from omnienv.envs.terminal.dockerfile import LOGS_MOUNT, TESTS_MOUNT, TOOLS_MOUNT
+from omnienv.envs.terminal.harbor import HarborTask
 from omnienv.envs.terminal.workspace import SANDBOX_ENV, copy_tree, read_plain_file, workspace_binds, workspace_dir
 from omnienv.sandboxes.bubblewrap import Limits, SandboxUnavailableError
 from omnienv.sandboxes.sandbox import Sandbox

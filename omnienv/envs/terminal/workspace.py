@@ -18,7 +18,8 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
-from omnienv.envs.terminal.harbor import IMAGE_PATH, BuildStep, HarborTask
+from omnienv.envs.terminal.dockerfile import IMAGE_PATH, BuildStep
+from omnienv.envs.terminal.harbor import HarborTask
 from omnienv.sandboxes.sandbox import Sandbox
 
 __all__ = [
