@@ -19,7 +19,6 @@ the episode's record is not trainable rather than silently short of a turn.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -38,6 +37,9 @@ from omnienv.capture.wire import (
     ask_chat,
     ask_responses,
     chat_tokens,
+    dumps_as_read,
+    loads_leniently,
+    refuses_token_fields,
     response_tokens,
     strip_chat,
     strip_response,
@@ -219,7 +221,7 @@ class ProxyApp:
         if api is None and self.log.gated and scope["method"] not in ("GET", "HEAD"):
             message = "capture proxy: only the calls it records (chat completions, responses) and reads reach the model"
             return await _reply(send, *_error(404, message, "not_found"))
-        request = _loads(body) if api is not None else None
+        request = loads_leniently(body) if api is not None else None
         if api is None or not isinstance(request, dict):  # not ours to judge: the upstream answers it
             return await self._pass(send, scope["method"].encode(), target, headers, body)
         gone = asyncio.ensure_future(receive())  # after the body, only the harness leaving ends this
@@ -308,14 +310,16 @@ class ProxyApp:
         answer: Answer | None = None
         try:
             async with bound:
-                answer = await self.upstream.send(b"POST", target, headers, body if sent is request else _dumps(sent))
+                answer = await self.upstream.send(
+                    b"POST", target, headers, body if sent is request else dumps_as_read(sent)
+                )
                 answers.append(answer)
                 if answer.status in (400, 422) and sent is not request:
                     try:
                         content = await answer.aread()
                     finally:
                         await answer.aclose()
-                    if not _refuses(sent, request, content):
+                    if not refuses_token_fields(sent, request, content):
                         return await _reply(send, answer.status, content, _kept(answer))
                     refusal = self.refusal = f"{answer.status} {content[:300].decode('utf-8', 'replace')}"
                     if self.request_tokens:
@@ -330,7 +334,7 @@ class ProxyApp:
                 content = await answer.aread()
             if gone.done():
                 return  # the harness left before this answer came: it never got it
-            data = _loads(content) if answer.status < 400 else None
+            data = loads_leniently(content) if answer.status < 400 else None
             if answer.status >= 400:
                 if answer.status >= 500 or answer.status == 429:
                     self.log.fail(episode, f"the model server answered {answer.status}")  # its body may echo a key
@@ -346,7 +350,7 @@ class ProxyApp:
                 tokens = response_tokens(data)
                 strip_response(data, asked)
             record(data, tokens, False)
-            await _reply(send, answer.status, _dumps(data), [(b"content-type", _JSON)])
+            await _reply(send, answer.status, dumps_as_read(data), [(b"content-type", _JSON)])
         except UNREACHABLE as exc:
             if not gone.done():  # else the harness left, which broke the read: no one to answer
                 self.log.fail(episode, f"the model server {self.root} failed the call ({exc!r})")
@@ -378,38 +382,3 @@ class ProxyApp:
         except UNREACHABLE:
             if not gone.done():
                 raise  # the upstream broke off, not the harness
-
-
-def _refuses(sent: dict[str, Any], request: dict[str, Any], error: bytes) -> bool:
-    """Whether an upstream's error answer is about the token fields the proxy added (it names one).
-
-    vLLM-less servers refuse them: ``transformers serve`` answers 422 "Unexpected fields in the
-    request: {'return_token_ids'}", OpenAI's API 400 "Unrecognized request argument supplied"."""
-    added = [key for key in sent if key not in request and key != "include"]
-    if sent.get("include") != request.get("include"):
-        added.append("message.output_text.logprobs")
-    return any(name.encode() in error for name in added)
-
-
-def _loads(body: bytes) -> Any:
-    """The JSON value of a body; None when it is not JSON.
-
-    What orjson refuses but Python's ``json`` (and so the openai client) reads, ``NaN``,
-    ``Infinity``, ``1e400``, a lone surrogate escape, is read the lenient way: a harness acts on
-    such an answer, so its call must be recorded, and its requests (which echo it) too."""
-    try:
-        return orjson.loads(body)
-    except orjson.JSONDecodeError:
-        pass
-    try:
-        return json.loads(body)
-    except (ValueError, RecursionError):
-        return None
-
-
-def _dumps(value: Any) -> bytes:
-    """JSON bytes of a body :func:`_loads` read; one holding a lone surrogate is written escaped, as it came."""
-    try:
-        return orjson.dumps(value)
-    except TypeError:
-        return json.dumps(value).encode()

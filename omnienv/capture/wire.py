@@ -16,9 +16,12 @@ gives none for a turn that is only tool calls). Only the first choice is recorde
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 from typing import Any
+
+import orjson
 
 __all__ = [
     "Asked",
@@ -26,6 +29,9 @@ __all__ = [
     "ask_chat",
     "ask_responses",
     "chat_tokens",
+    "dumps_as_read",
+    "loads_leniently",
+    "refuses_token_fields",
     "response_tokens",
     "strip_chat",
     "strip_response",
@@ -223,3 +229,38 @@ def strip_response(data: dict[str, Any], asked: Asked) -> dict[str, Any]:
                 if isinstance(part, dict) and "logprobs" in part:
                     part["logprobs"] = None
     return data
+
+
+def refuses_token_fields(sent: dict[str, Any], request: dict[str, Any], error: bytes) -> bool:
+    """Whether an upstream's error answer is about the token fields the proxy added (it names one).
+
+    vLLM-less servers refuse them: ``transformers serve`` answers 422 "Unexpected fields in the
+    request: {'return_token_ids'}", OpenAI's API 400 "Unrecognized request argument supplied"."""
+    added = [key for key in sent if key not in request and key != "include"]
+    if sent.get("include") != request.get("include"):
+        added.append("message.output_text.logprobs")
+    return any(name.encode() in error for name in added)
+
+
+def loads_leniently(body: bytes) -> Any:
+    """The JSON value of a body; None when it is not JSON.
+
+    What orjson refuses but Python's ``json`` (and so the openai client) reads, ``NaN``,
+    ``Infinity``, ``1e400``, a lone surrogate escape, is read the lenient way: a harness acts on
+    such an answer, so its call must be recorded, and its requests (which echo it) too."""
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError:
+        pass
+    try:
+        return json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+
+
+def dumps_as_read(value: Any) -> bytes:
+    """JSON bytes of a body :func:`loads_leniently` read; a lone surrogate is written escaped, as it came."""
+    try:
+        return orjson.dumps(value)
+    except TypeError:
+        return json.dumps(value).encode()
