@@ -1,19 +1,23 @@
 """E2B's cloud code interpreter behind the same :class:`~omnienv.sandboxes.cells.CodeSandbox` face.
 
 Optional: needs ``pip install e2b-code-interpreter`` and ``E2B_API_KEY``, and is used only when
-asked for (``OMNIENV_CODE_SANDBOX=e2b``). Outputs are bounded exactly like the local kernels'.
+asked for (``OMNIENV_CODE_SANDBOX=e2b``). Outputs are read by the local kernels' own collector
+(:mod:`omnienv.sandboxes.jupyter.collector`): bounded, lone surrogates replaced, images kept only
+when they decode as PNGs, so an agent's output voids no episode on either backend.
 SDK errors become :class:`E2BError`, an infrastructure failure, so such episodes are masked.
 """
 
 from __future__ import annotations
 
-import base64
 import os
 import shlex
 from typing import Any
 
 from omnienv.core import EnvironmentFailure
-from omnienv.sandboxes.cells import BoundedText, CellError, CellOutput, OutputLimits, strip_ansi
+from omnienv.core.text import valid_text
+from omnienv.core.threads import to_blocking_thread
+from omnienv.sandboxes.cells import BoundedText, CellError, CellOutput, OutputLimits
+from omnienv.sandboxes.jupyter.collector import OutputCollector
 
 __all__ = ["E2BError", "E2BSandbox"]
 
@@ -52,7 +56,7 @@ class E2BSandbox:
         text = BoundedText(self.limits.stream_chars)
         for part in parts:
             text.add(part)
-        return text.value()
+        return valid_text(text.value())
 
     async def run_code(self, code: str, timeout: float = 30.0) -> CellOutput:
         try:
@@ -62,19 +66,20 @@ class E2BSandbox:
             return CellOutput(error=CellError("TimeoutError", note, ""), notes=[note], timed_out=True)
         except Exception as exc:
             raise E2BError(f"E2B run_code failed: {exc}") from exc
-        output = CellOutput(
-            self._text(execution.logs.stdout),
-            self._text(execution.logs.stderr),
-            execution_count=execution.execution_count,
-        )
+        collect = OutputCollector(self.limits)  # E2B's kernel is the agent's too: its output is read as a local one's
+        for name, parts in (("stdout", execution.logs.stdout), ("stderr", execution.logs.stderr)):
+            for part in parts:
+                collect.add({"msg_type": "stream", "content": {"name": name, "text": part}})
         for result in execution.results:
-            if getattr(result, "png", None) and len(output.images) < self.limits.images:
-                output.images.append(base64.b64decode(result.png))
-            elif getattr(result, "text", None):
-                output.results.append(result.text[: self.limits.result_chars])
-        if execution.error is not None:
-            traceback = strip_ansi(execution.error.traceback or "")[-self.limits.traceback_chars :]
-            output.error = CellError(execution.error.name, execution.error.value, traceback)
+            data = {"image/png": getattr(result, "png", None), "text/plain": getattr(result, "text", None)}
+            collect.add({"msg_type": "display_data", "content": {"data": {k: v for k, v in data.items() if v}}})
+        error = execution.error
+        if error is not None:
+            content = {"ename": error.name, "evalue": error.value, "traceback": [error.traceback or ""]}
+            collect.add({"msg_type": "error", "content": content})
+        output = await to_blocking_thread(collect.output)  # it decodes the images
+        count = execution.execution_count
+        output.execution_count = count if isinstance(count, int) else None
         return output
 
     async def run_shell(self, command: str, timeout: float = 30.0) -> CellOutput:

@@ -189,6 +189,32 @@ def test_the_e2b_backend_is_used_only_when_configured(monkeypatch: pytest.Monkey
         run(open_code_sandbox("cloud"))
 
 
+def test_the_e2b_backend_reads_what_its_kernel_sends_as_a_local_kernels_output_is_read() -> None:
+    """The E2B kernel is the agent's as much as a local one: text nested past Python's stack, a lone
+    surrogate, bytes that are no PNG and megabytes of error voided an episode or reached the model.
+    E2B's service cannot be reached from here, so its SDK's sandbox is stood in for by an object
+    of the same shape; what is tested is omnienv's reading of it."""
+    from types import SimpleNamespace
+
+    from omnienv.sandboxes.e2b import E2BSandbox
+
+    logs = SimpleNamespace(stdout=["a \ud800 b\n"], stderr=["x" * 1_000_000])
+    not_png = base64.b64encode(b"hello").decode()
+    results = [SimpleNamespace(png=not_png, text=None), SimpleNamespace(png=None, text="42")]
+    error = SimpleNamespace(name="E" * 10_000, value="v" * 1_000_000, traceback="\x1b[31mtb\x1b[0m")
+    execution = SimpleNamespace(logs=logs, results=results, error=error, execution_count=3)
+
+    class StandIn:
+        async def run_code(self, code: str, timeout: float) -> SimpleNamespace:
+            return execution
+
+    out = run(E2BSandbox(StandIn(), OutputLimits()).run_code("anything"))
+    assert out.stdout == "a \ufffd b\n" and len(out.stderr) < 30_000 and out.results == ["42"]
+    assert out.images == [] and "1 image(s) not shown" in " ".join(out.notes)
+    assert out.error is not None and len(out.error.name) <= 300 and len(out.error.value) <= 3_000
+    assert out.error.traceback == "tb" and out.execution_count == 3
+
+
 def test_a_sandbox_dropped_without_close_frees_its_kernel(pool: KernelPool) -> None:
     import gc
 
