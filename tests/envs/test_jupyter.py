@@ -53,6 +53,8 @@ def test_answers_are_checked_by_value_never_by_substring() -> None:
     assert answers_match("42", 42) and answers_match(" 42.0 ", 42) and answers_match("1,280", 1280)
     assert not answers_match("420", 42) and not answers_match("the answer is 42", 42)
     assert not answers_match("0 1 2 ... 42 43", 42) and not answers_match("", 42)
+    big = 2**53 + 1  # a float cannot hold it: compared as floats, the right answer was refused
+    assert answers_match(str(big), big) and answers_match(f"{big}.0", big) and not answers_match(str(big - 1), big)
     assert answers_match("3231.6612", 3231.66, 0.005) and not answers_match("3231.67", 3231.66, 0.005)
     assert answers_match("'Durian'.", "durian") and answers_match("pepper  river", "pepper river")
     assert not answers_match("durian, fig", "durian") and not answers_match("nan", 1.0)

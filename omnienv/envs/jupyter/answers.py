@@ -15,6 +15,7 @@ import re
 __all__ = ["answers_match", "normalise_text", "parse_number"]
 
 _NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
+_WHOLE = re.compile(r"([+-]?\d+)(\.0*)?")
 _WRAPPERS = "\"'`*"
 _LIST_COMMA = re.compile(r"\s*,\s*")
 
@@ -33,11 +34,15 @@ def normalise_text(text: str) -> str:
 
 def parse_number(text: str) -> float | None:
     """The number ``text`` is, as a whole (``"1,234.5"`` yes, ``"about 12"`` no), or None."""
-    cleaned = normalise_text(text).replace(",", "").replace("_", "")
+    cleaned = _number_text(text)
     if not _NUMBER.fullmatch(cleaned):
         return None
     value = float(cleaned)
     return value if math.isfinite(value) else None
+
+
+def _number_text(text: str) -> str:
+    return normalise_text(text).replace(",", "").replace("_", "")
 
 
 def answers_match(given: str, expected: int | float | str, tolerance: float = 0.0) -> bool:
@@ -48,5 +53,6 @@ def answers_match(given: str, expected: int | float | str, tolerance: float = 0.
     if value is None:
         return False
     if isinstance(expected, int) and tolerance == 0:
-        return value == expected
+        whole = _WHOLE.fullmatch(_number_text(given))  # exactly: past 2**53 a float is not the integer
+        return int(whole.group(1)) == expected if whole else value == expected
     return abs(value - expected) <= tolerance + 1e-12 * max(1.0, abs(expected))
