@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from omnienv.agents.harness import Launch
+from omnienv.core.threads import to_blocking_thread
 
 __all__ = ["Finished", "run_process"]
 
@@ -97,7 +98,7 @@ async def run_process(
             stopped = await _watch(process, timeout_s, over, grace_s)
         finally:
             await _reap(process)
-            await asyncio.to_thread(_sweep, f"{MARK}={mark}".encode())
+            await to_blocking_thread(_sweep, f"{MARK}={mark}".encode())
             await asyncio.wait({logging}, timeout=TERM_S)  # every writer is dead: the pipe ends at once
             for task in (feeding, logging):
                 task.cancel()
