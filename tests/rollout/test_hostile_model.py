@@ -101,7 +101,7 @@ CONTEXT_FULL = {
         "type": "BadRequestError",
         "code": 400,
     }
-}  # noqa: E501
+}
 
 
 def refusing_after(answers: int) -> Handle:
