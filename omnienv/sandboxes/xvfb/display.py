@@ -231,6 +231,11 @@ class XvfbDisplay(XInput):
                 "work for them included) hit its limit",
                 reason="memory_limit",
             )
+        if not self._closed and self.server.told_to_end:  # the host stops it only when closing
+            raise AgentCausedEnd(
+                "the X server was told to terminate (a key bound to its Terminate action): the desktop is gone",
+                reason="display_terminated",
+            )
         raise DisplayError("the desktop display died")
 
     def diagnosis(self) -> str:

@@ -200,6 +200,13 @@ class XServer:
             if write_fd >= 0:
                 os.close(write_fd)
 
+    @property
+    def told_to_end(self) -> bool:
+        """Whether the server ended itself cleanly, as it does when told to: by XKB's ``Terminate``
+        action, which any client may bind to a key (``Terminate_Server``) and press through XTEST,
+        or by a signal that only the host sends it, when it stops it."""
+        return self.process.returncode == 0
+
     def alive(self) -> bool:
         return self.process.poll() is None
 
