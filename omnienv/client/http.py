@@ -1,7 +1,9 @@
 """Clients over the stateful HTTP session routes (``/sessions/{id}/...``), async and sync twins.
 
 For places a WebSocket cannot go (some proxies, serverless callers). Each call is one request;
-the server keeps the session between them until ``close()`` or its idle timeout.
+the server keeps the session between them until ``close()`` or its idle timeout. A session the
+server no longer knows (reaped when idle, or the server restarted) fails the call that finds it
+gone with ``SessionNotFoundError``, and the next ``reset()`` opens a new one, as over ``/ws``.
 """
 
 from __future__ import annotations
@@ -11,11 +13,11 @@ from typing import Any
 import httpx
 
 from omnienv.client._base import LIST_TOOLS, AsyncClient, BlockingClient, ClientBase
-from omnienv.core.errors import SessionLostError
+from omnienv.core.errors import OmniEnvError, SessionLostError, SessionNotFoundError
 from omnienv.core.tasks import Task
 from omnienv.core.threads import to_blocking_thread
 from omnienv.core.types import Observation, State, StepResult, ToolCall
-from omnienv.protocol.codec import encode
+from omnienv.protocol.codec import decode, encode
 
 __all__ = ["AsyncHTTPClient", "HTTPClient"]
 
@@ -38,6 +40,17 @@ class _HTTPBase(ClientBase):
 
     def _failed(self, exc: httpx.HTTPError) -> SessionLostError:
         return SessionLostError(f"request to {self.base_url} failed: {type(exc).__name__}: {exc}")
+
+    def _forget_if_gone(self, response: httpx.Response) -> httpx.Response:
+        """Forget a session the server answers it does not know, so ``reset()`` opens a new one."""
+        if response.status_code == 404 and self.session_id is not None:
+            try:
+                gone = decode(response.content).get("data", {}).get("code") == SessionNotFoundError.code
+            except (OmniEnvError, AttributeError):  # not our error frame (a proxy's 404 page)
+                gone = False
+            if gone:
+                self.session_id = None
+        return response
 
     @staticmethod
     def _session_id(response: httpx.Response) -> str:
@@ -66,7 +79,11 @@ class AsyncHTTPClient(_HTTPBase, AsyncClient):
     async def reset(self, task: Task | str | None = None, seed: int | None = None) -> Observation:
         await self.open()
         body = self._reset_request(task, seed)["data"]
-        return self._on_reset(self._raw(await self._send("POST", self._path("/reset"), body)))
+        response = await self._send("POST", self._path("/reset"), body)
+        if self.session_id is None:  # the server no longer knew it: reset on a new session
+            await self.open()
+            response = await self._send("POST", self._path("/reset"), body)
+        return self._on_reset(self._raw(response))
 
     async def step(self, call: ToolCall) -> StepResult:
         if self.session_id is None:
@@ -103,7 +120,7 @@ class AsyncHTTPClient(_HTTPBase, AsyncClient):
         assert self._http is not None
         try:
             content = encode(body) if body is not None else None
-            return await self._http.request(method, path, content=content)
+            return self._forget_if_gone(await self._http.request(method, path, content=content))
         except httpx.HTTPError as exc:
             raise self._failed(exc) from exc
 
@@ -128,7 +145,11 @@ class HTTPClient(_HTTPBase, BlockingClient):
     def reset(self, task: Task | str | None = None, seed: int | None = None) -> Observation:
         self.open()
         body = self._reset_request(task, seed)["data"]
-        return self._on_reset(self._raw(self._send("POST", self._path("/reset"), body)))
+        response = self._send("POST", self._path("/reset"), body)
+        if self.session_id is None:  # the server no longer knew it: reset on a new session
+            self.open()
+            response = self._send("POST", self._path("/reset"), body)
+        return self._on_reset(self._raw(response))
 
     def step(self, call: ToolCall) -> StepResult:
         if self.session_id is None:
@@ -164,6 +185,6 @@ class HTTPClient(_HTTPBase, BlockingClient):
         assert self._http is not None
         try:
             content = encode(body) if body is not None else None
-            return self._http.request(method, path, content=content)
+            return self._forget_if_gone(self._http.request(method, path, content=content))
         except httpx.HTTPError as exc:
             raise self._failed(exc) from exc

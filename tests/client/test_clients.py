@@ -176,6 +176,30 @@ def test_a_reaped_session_is_lost_or_not_found(serve) -> None:
             ws_env.step(ToolCall("guess", {"word": "crane"}))
         with pytest.raises(SessionNotFoundError):
             http_env.step(ToolCall("guess", {"word": "crane"}))
+        # either client's next reset opens a new session and plays on
+        for env in (ws_env, http_env):
+            env.reset(seed=3)
+            assert env.step(ToolCall("get_history")).observation.text.endswith("0/6")
+        assert on_loop(manager, reap_everything_idle) == 2
+
+
+def test_an_http_reset_after_a_reap_opens_a_new_session(serve) -> None:
+    url, manager = serve("wordle", idle_timeout=60)
+
+    async def reap_everything_idle() -> int:
+        return await manager.reap_idle(time.monotonic() + 3600)
+
+    async def scenario() -> None:
+        async with AsyncHTTPClient(url) as env:
+            await env.reset(seed=1)
+            lost = env.session_id
+            assert on_loop(manager, reap_everything_idle) == 1  # the server's loop, not this one
+            await env.reset(seed=1)  # no step in between: the reset itself finds the session gone
+            assert env.session_id not in (None, lost)
+            assert (await env.step(ToolCall("get_history"))).observation.text.endswith("0/6")
+
+    asyncio.run(scenario())
+    eventually(lambda: manager.used == 0, 10, "the client's sessions closed")
 
 
 @contextlib.contextmanager
