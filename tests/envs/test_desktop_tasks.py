@@ -292,6 +292,32 @@ def test_workbooks_are_read_defensively() -> None:
     assert parse_workbook(b'<?xml version="1.0" encoding="x-bogus"?><a/>') is None
     superscript = workbook_xml("S", [["x"]]).replace('ValueType="60"', 'ValueType="\u00b2"')
     assert superscript != workbook_xml("S", [["x"]]) and parse_workbook(superscript.encode()) is not None
+    # Gnumeric saves a cell's text as the whole file ("Text (configurable)"): a type of 5,000 digits
+    # raised ValueError (past Python's limit on digits), which voided the episode
+    digits = workbook_xml("S", [[42]]).replace('ValueType="40"', f'ValueType="{"4" * 5000}"')
+    sheets = parse_workbook(digits.encode())
+    assert sheets is not None and sheets["S"][(0, 0)].value_type is None
+
+
+GNUMERIC_SHARED = (  # what Gnumeric saves after "=A2*B2" in C1 is copied to C2: the copy names it by ExprID
+    b'<?xml version="1.0" encoding="UTF-8"?><gnm:Workbook xmlns:gnm="http://www.gnumeric.org/v10.dtd">'
+    b"<gnm:SheetNameIndex><gnm:SheetName>Sheet1</gnm:SheetName></gnm:SheetNameIndex>"
+    b"<gnm:Sheets><gnm:Sheet><gnm:Name>Sheet1</gnm:Name><gnm:Cells>"
+    b'<gnm:Cell Row="0" Col="2" ExprID="1">=A2*B2</gnm:Cell><gnm:Cell Row="1" Col="2" ExprID="1"/>'
+    b'<gnm:Cell Row="0" Col="4" ExprID="2">=SUM($B$2:B6)+Sheet1!A1&amp;"B2"</gnm:Cell>'
+    b'<gnm:Cell Row="2" Col="5" ExprID="2"/>'
+    b"</gnm:Cells></gnm:Sheet></gnm:Sheets></gnm:Workbook>"
+)
+
+
+def test_a_copied_formula_reads_as_it_does_in_its_cell() -> None:
+    """Its relative references move with the cell (C2 holds =A3*B3, which Gnumeric computes): read as
+    the text of the cell it was copied from, it passed spreadsheet-product, whose C2 must be =A2*B2."""
+    sheets = parse_workbook(GNUMERIC_SHARED)
+    assert sheets is not None
+    cells = sheets["Sheet1"]
+    assert cells[(0, 2)].formula == "=A2*B2" and cells[(1, 2)].formula == "=A3*B3"
+    assert cells[(2, 5)].formula == '=SUM($B$2:C8)+Sheet1!B3&"B2"'
 
 
 def test_an_apps_home_is_named_by_a_plain_word() -> None:

@@ -9,12 +9,14 @@ no failure flag.
 from __future__ import annotations
 
 import asyncio
+import gzip
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from omnienv.core import StepResult
+from omnienv.envs.desktop.workbook import XML_LIMIT, workbook_xml
 from tests.security._desktop import act, agent, live_desktop, needs_x, served_desktop, until
 
 pytestmark = needs_x
@@ -60,3 +62,52 @@ def test_terminating_the_x_server_is_the_agents_doing(
     assert result.failure is None, result.failure
     assert result.done and "ended_by_agent" in result.info, result
     assert result.reward == 1.0, result.info
+
+
+def text_saved_as_workbook(value_type: str) -> bytes:
+    """What the spreadsheet writes when a cell holding this XML is saved as "Text (configurable)", unquoted."""
+    cell = f'<gnm:Cell Row="0" Col="0" ValueType="{value_type}">42</gnm:Cell>'
+    return workbook_xml("Sheet1", []).replace("<gnm:Cells>", f"<gnm:Cells>{cell}").encode()
+
+
+def test_a_workbook_the_grader_cannot_read_scores_nothing(server: tuple[str, Any]) -> None:
+    """A type of 5,000 digits (past Python's limit on the digits of an int) crashed the check."""
+    url, manager = server
+
+    async def run() -> StepResult:
+        async with agent(url) as client:
+            await client.reset(task="train/spreadsheet-number")
+            desktop = live_desktop(manager)
+            await desktop.write_file("answer.gnumeric", text_saved_as_workbook("4" * 5000), app="spreadsheet")
+            return await act(client, "terminate", status="success")
+
+    result = asyncio.run(run())
+    assert result.failure is None, result.failure
+    assert result.done and result.reward == 0.0
+
+
+def test_reading_a_large_workbook_holds_up_no_other_session(server: tuple[str, Any]) -> None:
+    """A saved workbook of a few megabytes takes the check a second or more to read: other sessions of
+    the server go on meanwhile (it was read on the event loop, which stopped every session's steps)."""
+    url, manager = server
+    rows: list[list[str | float]] = [["Fruit", "Count"], ["apples", 12], ["pears", 17], ["plums", 9]]
+    rows += [[f"filler {index}", index] for index in range(30_000)]
+    workbook = gzip.compress(workbook_xml("Sheet1", rows).encode(), 1)
+    assert len(gzip.decompress(workbook)) < XML_LIMIT
+
+    async def run() -> tuple[int, StepResult]:
+        async with agent(url) as player, agent(url) as other:
+            await other.reset(task="train/terminal-echo")
+            await player.reset(task="train/spreadsheet-fix-value")
+            (session,) = [s for s in manager.sessions.values() if s.env.task.id == "train/spreadsheet-fix-value"]
+            await session.env.desktop.write_file("inventory.gnumeric", workbook, app="spreadsheet")
+            ending = asyncio.create_task(act(player, "terminate", status="success"))
+            answered = 0
+            while not ending.done():
+                await other.state()
+                answered += 1
+            return answered, await ending
+
+    answered, result = asyncio.run(run())
+    assert result.failure is None and result.reward == 1.0, result
+    assert answered >= 20, f"the other session was answered {answered} times while the workbook was read"

@@ -2,11 +2,15 @@
 
 A ``.gnumeric`` file is (usually gzipped) XML: sheets by name, each with its cells by row and
 column; a constant cell keeps its value and type (``ValueType`` 40 for a number, 60 for text), a
-formula cell keeps its expression (``=sum(B2:B6)``, references upper-cased by Gnumeric). Checks
-read the file the spreadsheet saved in its own home, so what they see is what Gnumeric wrote.
+formula cell keeps its expression (``=sum(B2:B6)``, references upper-cased by Gnumeric); a formula
+copied to other cells is spelt out at the first of them only, the others name it by ``ExprID``, and
+its relative references move with each cell, as in the spreadsheet. Checks read the file the
+spreadsheet saved in its own home, so what they see is what Gnumeric wrote.
 
-The file comes from a program the agent drives, so it is read defensively: at most
-:data:`XML_LIMIT` bytes once unpacked, and no document type (no entities to expand).
+The file comes from a program the agent drives, which saves any text typed into a cell as the
+whole file ("Text (configurable)", under any name), so it is read defensively: at most
+:data:`XML_LIMIT` bytes once unpacked, no document type (no entities to expand), type numbers of a
+few digits, and off the event loop.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from dataclasses import dataclass
 from xml.etree import ElementTree
 from xml.sax.saxutils import escape
 
+from omnienv.core.threads import to_blocking_thread
 from omnienv.envs.desktop.checks import Check
 from omnienv.sandboxes.desktop import DesktopSession
 
@@ -30,10 +35,15 @@ __all__ = [
 ]
 
 NS = "{http://www.gnumeric.org/v10.dtd}"
-XML_LIMIT = 32 * 1024 * 1024
+XML_LIMIT = 4 * 1024 * 1024
+"""A task's workbook is a few kilobytes; read, this many bytes take about half a second and 70 MB."""
 NUMBER, TEXT = 40, 60
 SPREADSHEET = "spreadsheet"
 _REF = re.compile(r"([A-Z]{1,3})([1-9][0-9]{0,6})")
+_FORMULA_PART = re.compile(
+    r"\"(?:[^\"]|\"\")*\"|'(?:[^']|'')*'"  # a string, a quoted sheet name: left as they are
+    r"|(?<![A-Za-z0-9_.])(\$?)([A-Z]{1,3})(\$?)([0-9]{1,7})(?![A-Za-z0-9_.(!])"  # a cell reference
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,15 +66,45 @@ class Cell:
 Sheets = dict[str, dict[tuple[int, int], Cell]]
 
 
+def _column(letters: str) -> int:
+    column = 0
+    for letter in letters:
+        column = column * 26 + ord(letter) - ord("A") + 1
+    return column - 1
+
+
+def _letters(column: int) -> str:
+    letters = ""
+    column += 1
+    while column:
+        column, digit = divmod(column - 1, 26)
+        letters = chr(ord("A") + digit) + letters
+    return letters
+
+
 def cell_position(ref: str) -> tuple[int, int]:
     """(row, column), from 0, of a reference such as ``"B7"``."""
     match = _REF.fullmatch(ref.upper())
     if match is None:
         raise ValueError(f"not a cell reference: {ref!r}")
-    column = 0
-    for letter in match.group(1):
-        column = column * 26 + ord(letter) - ord("A") + 1
-    return int(match.group(2)) - 1, column - 1
+    return int(match.group(2)) - 1, _column(match.group(1))
+
+
+def relocated(formula: str, rows: int, columns: int) -> str:
+    """``formula`` as it reads in the cell ``rows`` down and ``columns`` right of the one it was
+    written at: relative references move, ``$``-anchored ones stay."""
+
+    def move(match: re.Match[str]) -> str:
+        if match.group(2) is None:
+            return match.group(0)
+        fixed_column, letters, fixed_row, digits = match.groups()
+        row = int(digits) - 1 + (0 if fixed_row else rows)
+        column = _column(letters) + (0 if fixed_column else columns)
+        if row < 0 or column < 0:
+            return "#REF!"
+        return f"{fixed_column}{_letters(column)}{fixed_row}{row + 1}"
+
+    return _FORMULA_PART.sub(move, formula)
 
 
 def _unpacked(data: bytes) -> bytes | None:
@@ -94,7 +134,7 @@ def parse_workbook(data: bytes) -> Sheets | None:
     if root.tag != f"{NS}Workbook":
         return None
     sheets: Sheets = {}
-    shared: dict[str, str] = {}  # ExprID -> the expression its first cell spelt out
+    shared: dict[str, tuple[str, int, int]] = {}  # ExprID -> the expression, where it was spelt out
     for sheet in root.iterfind(f"{NS}Sheets/{NS}Sheet"):
         cells: dict[tuple[int, int], Cell] = {}
         for element in sheet.iterfind(f"{NS}Cells/{NS}Cell"):
@@ -106,10 +146,14 @@ def parse_workbook(data: bytes) -> Sheets | None:
             value_type = element.get("ValueType")
             expression_id = element.get("ExprID")
             if expression_id is not None and text.startswith("="):
-                shared.setdefault(expression_id, text)
-            formula = text if text.startswith("=") else shared.get(expression_id or "")
+                shared.setdefault(expression_id, (text, *position))
+            formula: str | None = text if text.startswith("=") else None
+            if formula is None and expression_id in shared:
+                written, row, column = shared[expression_id]
+                formula = relocated(written, position[0] - row, position[1] - column)
             if value_type is not None and formula is None:
-                cells[position] = Cell(text, int(value_type) if value_type.isascii() and value_type.isdigit() else None)
+                small = value_type.isascii() and value_type.isdigit() and len(value_type) <= 4
+                cells[position] = Cell(text, int(value_type) if small else None)
             elif formula is not None:
                 cells[position] = Cell(text, None, formula)
         sheets[sheet.findtext(f"{NS}Name") or ""] = cells
@@ -118,7 +162,7 @@ def parse_workbook(data: bytes) -> Sheets | None:
 
 async def _workbook(desktop: DesktopSession, path: str) -> Sheets | None:
     data = await desktop.read_file(path, SPREADSHEET)
-    return None if data is None else parse_workbook(data)
+    return None if data is None else await to_blocking_thread(parse_workbook, data)
 
 
 def _first_sheet(sheets: Sheets) -> dict[tuple[int, int], Cell]:
