@@ -213,6 +213,11 @@ def evaluate(
             annotate=annotate,
         )
         show_summary(summary, title=f"{cls.name}, model {model} ({mode})" + (f", split {split}" if split else ""))
+        if summary.failures and not retry_failures:
+            console.print(
+                f"{summary.failures} episode(s) failed and are not scored: run the same command with "
+                "--retry-failures to play them again (the others are kept)"
+            )
 
     if not capturing:
         play(None, None)

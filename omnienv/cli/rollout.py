@@ -104,7 +104,8 @@ def show_summary(summary: Summary, title: str) -> None:
     table.add_row("truncated", str(summary.truncated))
     if summary.stopped:
         table.add_row("stopped (no tool call)", str(summary.stopped))
-    table.add_row("failures (not scored)", str(summary.failures))
+    kinds = ", ".join(f"{kind} {count}" for kind, count in summary.failure_kinds.items())
+    table.add_row("failures (not scored)", f"{summary.failures} ({kinds})" if kinds else str(summary.failures))
     if summary.prompt_tokens or summary.completion_tokens:
         table.add_row("tokens (prompt / completion)", f"{summary.prompt_tokens:,} / {summary.completion_tokens:,}")
     console.print(table)

@@ -1,13 +1,15 @@
 """Aggregate episodes into the numbers people compare runs by.
 
 Failed episodes are counted apart and never averaged in: a crashed sandbox is not a reward of 0.
+``failure_kinds`` says what failed them (``session_lost``, ``worker_lost``, ``step_timeout``...).
 """
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from omnienv.rollout.trajectory import Episode
@@ -28,6 +30,7 @@ class Summary:
     stopped: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    failure_kinds: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -58,4 +61,5 @@ def summarize(episodes: Iterable[Episode]) -> Summary:
         stopped=sum(e.stopped is not None for e in scored),
         prompt_tokens=sum(e.usage.get("prompt_tokens", 0) for e in everything),
         completion_tokens=sum(e.usage.get("completion_tokens", 0) for e in everything),
+        failure_kinds=dict(Counter(e.failure.kind for e in everything if e.failure is not None).most_common()),
     )

@@ -1,0 +1,118 @@
+"""An eval on a remote server that dies mid-run: the lost episodes are flagged, counted apart by
+kind, and a resume with ``--retry-failures`` plays exactly them again."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import orjson
+
+from omnienv.envs.wordle.responder import wordle_responder
+from omnienv.rollout import read_episodes
+from omnienv.rollout.scripted_openai import Faults, create_app
+from omnienv.server import running
+from tests.net import free_port
+from tests.polling import wait_healthy
+
+EPISODES = 16
+
+
+@contextmanager
+def wordle_server(port: int) -> Iterator[subprocess.Popen[str]]:
+    command = [sys.executable, "-m", "omnienv.cli.main", "serve", "wordle", "--port", str(port)]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        wait_healthy(f"http://127.0.0.1:{port}", process)
+        yield process
+    finally:
+        process.kill()
+        process.wait(30)
+        if process.stdout is not None:
+            process.stdout.close()
+
+
+def eval_command(model: str, port: int, out: Path, *extra: str) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "omnienv.cli.main",
+        "eval",
+        "wordle",
+        "--model",
+        "scripted",
+        "--base-url",
+        model,
+        "--url",
+        f"http://127.0.0.1:{port}",
+        "--split",
+        "test",
+        "--episodes",
+        str(EPISODES),
+        "--concurrency",
+        "4",
+        "--out",
+        str(out),
+        *extra,
+    ]
+
+
+def test_a_server_killed_mid_eval_voids_its_episodes_and_a_retry_plays_exactly_them(tmp_path: Path) -> None:
+    out = tmp_path / "run.jsonl"
+    port = free_port()
+    environ = {**os.environ, "COLUMNS": "200"}
+    # each model reply takes a little while, so the kill lands with episodes in flight
+    with running(create_app(wordle_responder, faults=Faults(stall_every=1, stall_s=0.05))) as model:
+        with wordle_server(port) as server:
+            run = subprocess.Popen(
+                eval_command(f"{model}/v1", port, out),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                env=environ,
+            )
+            try:
+                deadline = time.monotonic() + 120
+                while not (out.exists() and out.read_bytes().count(b"\n") >= 2):
+                    assert run.poll() is None, "the eval ended before the server could be killed"
+                    assert time.monotonic() < deadline, "no episode was written in time"
+                    time.sleep(0.02)
+                server.kill()
+                output, _ = run.communicate(timeout=120)
+            finally:
+                run.kill()
+                run.wait(30)
+        assert run.returncode == 0, output
+        before = {e.index: e for e in read_episodes(out)}
+        assert sorted(before) == list(range(EPISODES))
+        failed = {i for i, e in before.items() if e.failure is not None}
+        assert failed and len(failed) < EPISODES
+        assert {before[i].failure.kind for i in failed} == {"session_lost"}  # type: ignore[union-attr]
+        assert all(before[i].success is None for i in failed)  # never scored, never a loss
+        summary = orjson.loads((tmp_path / "run.summary.json").read_bytes())
+        assert summary["failures"] == len(failed) and summary["scored"] == EPISODES - len(failed)
+        assert summary["failure_kinds"] == {"session_lost": len(failed)}
+        assert f"{len(failed)} (session_lost {len(failed)})" in output
+        assert "--retry-failures to play them again" in output
+
+        with wordle_server(port):
+            again = subprocess.run(
+                eval_command(f"{model}/v1", port, out, "--retry-failures"),
+                capture_output=True,
+                text=True,
+                timeout=300,
+                env=environ,
+            )
+    assert again.returncode == 0, again.stdout + again.stderr
+    after = {e.index: e for e in read_episodes(out)}
+    assert sorted(after) == list(range(EPISODES)) and all(e.failure is None for e in after.values())
+    # the kept episodes are the first run's, untouched; only the failed ones were played again
+    assert all(after[i].to_dict() == before[i].to_dict() for i in set(before) - failed)
+    summary = orjson.loads((tmp_path / "run.summary.json").read_bytes())
+    assert summary["failures"] == 0 and summary["failure_kinds"] == {} and summary["success_rate"] == 1.0
+    assert "--retry-failures" not in again.stdout
