@@ -334,9 +334,10 @@ class SessionManager:
     async def reap_idle(self, cutoff: float) -> int:
         """Close sessions untouched since ``cutoff`` (monotonic seconds); returns how many."""
         stale = [s for s in self.sessions.values() if s.last_active < cutoff and not s.machine.busy]
+        reason = f"session idle for more than {self.config.idle_timeout:g} s (the server's --idle-timeout)"
         for session in stale:
             if session.expire is not None:
-                session.expire(f"session idle for more than {self.config.idle_timeout:g} s")
+                session.expire(reason)
             await self.close(session)
         if stale:
             logger.info("reaped %d idle session(s)", len(stale))

@@ -172,7 +172,7 @@ def test_a_reaped_session_is_lost_or_not_found(serve) -> None:
         ws_env.reset()
         http_env.reset()
         assert on_loop(manager, reap_everything_idle) == 2
-        with pytest.raises(SessionLostError, match="idle for more than 60 s"):
+        with pytest.raises(SessionLostError, match=r"idle for more than 60 s \(the server's --idle-timeout\)"):
             ws_env.step(ToolCall("guess", {"word": "crane"}))
         with pytest.raises(SessionNotFoundError):
             http_env.step(ToolCall("guess", {"word": "crane"}))
