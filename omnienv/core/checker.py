@@ -7,10 +7,12 @@ an in-process environment and, through a client with that face, on any server ov
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import inspect
 import json
 import random
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,7 +20,8 @@ from omnienv.core.adapters import AsyncEnv, as_async
 from omnienv.core.env import EnvironmentBase
 from omnienv.core.errors import EpisodeOverError, NotResetError, OmniEnvError
 from omnienv.core.sampling import sample_arguments
-from omnienv.core.types import Observation, StepResult, ToolCall
+from omnienv.core.tasks import Task
+from omnienv.core.types import Observation, State, StepResult, ToolCall
 
 __all__ = ["CheckReport", "CheckResult", "acheck_env", "check_env"]
 
@@ -26,6 +29,7 @@ EnvFactory = Callable[[], AsyncEnv | Awaitable[AsyncEnv]]
 SecretOf = Callable[[AsyncEnv], Any]
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 PLAY_LIMIT = 200
+MADE_UP_ANSWERS: dict[type, str | int] = {str: "qzxv made-up answer", int: 7_396_418_253}
 
 
 class CheckFailed(OmniEnvError):
@@ -166,7 +170,7 @@ class _Checks:
             if result.failure is not None:
                 return f"a step failed with {result.failure.kind}: {result.failure.message}"
             if secret is not None and not result.over:
-                leak = await _leaks(str(secret), result, env)
+                leak = await _leaks(str(secret), result.observation, result.info, env)
                 if leak:
                     return f"the answer appears in the {leak} before the episode ended"
             if result.over:
@@ -178,6 +182,20 @@ class _Checks:
         except EpisodeOverError:
             return None
         return "step() after the episode ended must raise EpisodeOverError"
+
+    async def reset_starts_afresh(self) -> str | None:
+        played, fresh = await self.new(), await self.new()
+        await played.reset(seed=9)
+        for _ in range(3):
+            if (await played.step(self.random_call(played))).over:
+                break
+        again, first = await played.reset(seed=8), await fresh.reset(seed=8)
+        if again.to_dict() != first.to_dict() or _start(await played.state()) != _start(await fresh.state()):
+            return (
+                "reset() after an episode started differently from reset() on a new instance with the same seed: "
+                "set every episode field in setup, not in __init__ or on the class"
+            )
+        return None
 
     async def sessions_are_isolated(self) -> str | None:
         first, second = await self.new(), await self.new()
@@ -201,17 +219,47 @@ class _Checks:
         return "step() after close() must raise NotResetError"
 
 
-async def _leaks(secret: str, result: StepResult, env: AsyncEnv) -> str | None:
+def tasks_are_stable(env_class: type[EnvironmentBase]) -> str | None:
+    """The in-process check of ``tasks(split)``: what the task index assumes, and what a server's
+    workers rely on (each reads the tasks itself, and a task id must name the same task in all)."""
+    found = 0
+    for split in env_class.splits:
+        tasks = list(env_class.tasks(split))
+        if _task_keys(tasks) != _task_keys(env_class.tasks(split)):
+            return f"tasks('{split}') gave different tasks on a second call: build them from a fixed seed"
+        ids: set[str] = set()
+        for task in tasks:
+            if task.split != split:
+                return f"task '{task.id}' is listed in split '{split}' but says split='{task.split}'"
+            if task.id in ids:
+                return f"task id '{task.id}' appears twice in split '{split}': give every task its own id"
+            ids.add(task.id)
+        found += len(tasks)
+    if env_class.splits and not found:
+        return f"splits {env_class.splits} are declared but tasks() returns none: define the classmethod tasks(split)"
+    return None
+
+
+def _task_keys(tasks: Iterable[Task]) -> list[str]:
+    return [json.dumps(task.to_dict(include_answer=True), sort_keys=True, default=repr) for task in tasks]
+
+
+async def _leaks(secret: str, observation: Observation, info: dict[str, Any], env: AsyncEnv) -> str | None:
     if len(secret) < 3:
         return None
     needle = secret.lower()
-    if needle in result.observation.text.lower():
+    if needle in observation.text.lower():
         return "observation"
-    if any(needle in text.lower() for text in _strings(result.info)):
+    if any(needle in text.lower() for text in _strings(info)):
         return "info"
     if any(needle in text.lower() for text in _strings((await env.state()).fields)):
         return "state"
     return None
+
+
+def _start(state: State) -> str:
+    """A state at the start of an episode, less its episode id (new for every episode)."""
+    return json.dumps([state.step_count, state.task_id, state.fields], sort_keys=True, default=repr)
 
 
 def _strings(value: Any) -> list[str]:
@@ -252,9 +300,46 @@ async def acheck_env(
     return report
 
 
+async def prompt_hides_the_answer(env_class: type[EnvironmentBase]) -> str | None:
+    """The in-process check of ``setup``: a task whose answer is swapped for a made-up one starts an
+    episode whose prompt and state must not show it (naming every option, the answer among them, is
+    fine: the made-up answer is none of them)."""
+    task = env_class.task_index().draw(4)
+    if task is None or type(task.answer) not in MADE_UP_ANSWERS:
+        return None
+    made_up = MADE_UP_ANSWERS[type(task.answer)]
+    env = as_async(env_class())
+    try:
+        try:
+            prompt = await env.reset(task=dataclasses.replace(task, answer=made_up))
+        except Exception:  # setup needs a real answer (a word from its list): nothing to tell
+            return None
+        leak = await _leaks(str(made_up), prompt, {}, env)
+    finally:
+        await env.close()
+    if leak is None:
+        return None
+    where = "prompt" if leak == "observation" else leak
+    return f"setup puts Task.answer in the {where} before the agent's first call: leave it out of both"
+
+
+async def _in_process(env_class: type[EnvironmentBase]) -> list[CheckResult]:
+    results = []
+    for check in (tasks_are_stable, prompt_hides_the_answer):
+        try:
+            outcome = check(env_class)
+            message = await outcome if inspect.isawaitable(outcome) else outcome
+        except Exception as exc:
+            message = f"raised {type(exc).__name__}: {exc}"
+        results.append(CheckResult(check.__name__, message is None, message or ""))
+    return results
+
+
 def check_env(env_class: type[EnvironmentBase], *, strings: list[str] | None = None) -> CheckReport:
-    """Check an environment class in-process, answer-leak check included; text arguments come
-    from ``strings``, else from the class's own :meth:`~EnvironmentBase.random_strings`."""
+    """Check an environment class in-process: the checks :func:`acheck_env` runs over the wire,
+    the answer-leak check, and what only the class shows (:func:`tasks_are_stable`,
+    :func:`prompt_hides_the_answer`). Text arguments come from ``strings``, else from the class's
+    own :meth:`~EnvironmentBase.random_strings`."""
     if strings is None:
         vocabulary = env_class.random_strings()
         strings = list(vocabulary) if vocabulary is not None else None
@@ -263,6 +348,11 @@ def check_env(env_class: type[EnvironmentBase], *, strings: list[str] | None = N
         inner = getattr(env, "env", env)
         return inner.task.answer if inner.task is not None else None
 
-    return asyncio.run(
-        acheck_env(lambda: as_async(env_class()), target=env_class.name, secret_of=secret_of, strings=strings)
-    )
+    async def run() -> CheckReport:
+        report = await acheck_env(
+            lambda: as_async(env_class()), target=env_class.name, secret_of=secret_of, strings=strings
+        )
+        report.results[:0] = await _in_process(env_class)
+        return report
+
+    return asyncio.run(run())

@@ -100,3 +100,53 @@ def test_crashing_tool_is_caught() -> None:
             raise KeyError(guess)
 
     assert "failed with env_error" in failed(check_env(Crashy))["episodes_end_and_stay_ended"]
+
+
+def test_answer_in_the_prompt_is_caught() -> None:
+    class Telling(Riddle):
+        def setup(self, task: Task | None, rng: random.Random) -> str:
+            super().setup(task, rng)
+            return f"What am I? (It is {self.answer}.)"
+
+    assert "setup puts Task.answer in the prompt" in failed(check_env(Telling))["prompt_hides_the_answer"]
+
+
+def test_a_prompt_naming_every_option_is_not_a_leak() -> None:
+    class Choice(Riddle):
+        def setup(self, task: Task | None, rng: random.Random) -> str:
+            super().setup(task, rng)
+            return "What am I: a pumpkin or a lantern?"
+
+    assert check_env(Choice).ok
+
+
+def test_reset_that_keeps_the_last_episode_is_caught() -> None:
+    class Forgetful(Riddle):
+        guesses = 0
+
+        def answer_riddle(self, guess: str) -> ToolResult:  # type: ignore[override]
+            self.guesses += 1
+            return super().answer_riddle(guess)
+
+        def state_fields(self) -> dict[str, object]:
+            return {"guesses": self.guesses}
+
+    assert "set every episode field in setup" in failed(check_env(Forgetful))["reset_starts_afresh"]
+
+
+@pytest.mark.parametrize(
+    ("tasks", "expected"),
+    [
+        (lambda split: [Task("train/0", split, {"x": random.random()})], "different tasks on a second call"),
+        (lambda split: [Task("train/0", split, answer="a"), Task("train/0", split, answer="b")], "appears twice"),
+        (lambda split: [Task("train/0", "test", answer="pumpkin")], "says split='test'"),
+        (lambda split: [], "declared but tasks() returns none"),
+    ],
+)
+def test_tasks_that_break_the_index_are_caught(tasks: object, expected: str) -> None:
+    class Badly(Riddle):
+        @classmethod
+        def tasks(cls, split: str) -> list[Task]:
+            return tasks(split)  # type: ignore[operator, no-any-return]
+
+    assert expected in failed(check_env(Badly))["tasks_are_stable"]
