@@ -7,7 +7,7 @@ set here means each dialect translates from exactly two shapes.
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
@@ -68,7 +68,15 @@ def as_blocks(content: str | Block | Iterable[str | Block]) -> tuple[Block, ...]
         return (TextBlock(content),)
     if isinstance(content, TextBlock | ImageBlock):
         return (content,)
-    return tuple(TextBlock(part) if isinstance(part, str) else part for part in content)
+    if isinstance(content, Iterable) and not isinstance(content, Mapping | bytes | bytearray):
+        blocks = tuple(TextBlock(part) if isinstance(part, str) else part for part in content)
+        if all(isinstance(block, TextBlock | ImageBlock) for block in blocks):
+            return blocks
+        content = next(block for block in blocks if not isinstance(block, TextBlock | ImageBlock))
+    raise TypeError(
+        f"got {type(content).__name__}: a tool (and setup) returns a str, a TextBlock or ImageBlock, a list of "
+        "these, or a ToolResult; make other values text with str(...) or json.dumps(...)"
+    )
 
 
 def blocks_text(blocks: Sequence[Block]) -> str:

@@ -105,8 +105,15 @@ class EnvironmentBase:
 
     @classmethod
     def _check_definition(cls) -> None:
-        if cls.max_turns is not None and cls.max_turns < 1:
-            raise EnvironmentDefinitionError(f"{cls.__name__}.max_turns must be >= 1 or None")
+        turns = cls.max_turns
+        if turns is not None and (type(turns) is not int or turns < 1):
+            raise EnvironmentDefinitionError(
+                f"{cls.__name__}.max_turns must be a whole number >= 1 or None, got {turns!r}"
+            )
+        if not isinstance(cls.splits, tuple | list) or not all(isinstance(s, str) and s for s in cls.splits):
+            raise EnvironmentDefinitionError(
+                f"{cls.__name__}.splits must be a tuple of split names, e.g. ('train', 'test'), got {cls.splits!r}"
+            )
         if cls.rubric is not None and not isinstance(cls.rubric, Rubric):
             raise EnvironmentDefinitionError(f"{cls.__name__}.rubric must be a Rubric")
 

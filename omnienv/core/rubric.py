@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import numbers
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
@@ -66,6 +67,8 @@ class Rubric:
 def _finite(name: str, value: Any) -> float:
     """A reward function's value as a float; NaN or an infinity is refused (the environment then
     fails the episode instead of scoring it with a number that poisons every mean it enters)."""
+    if not isinstance(value, numbers.Real):
+        raise TypeError(f"reward function '{name}' returned {type(value).__name__} {value!r:.100}: return a float")
     number = float(value)
     if not math.isfinite(number):
         raise ValueError(f"reward function '{name}' returned {value!r:.100}, not a finite number")

@@ -286,6 +286,7 @@ def _build_spec(cls: type, tool_name: str, func: Callable[..., Any], docstring: 
             return dataclasses.replace(spec, parameters=_plain_schema(declared), plain_types=plain)
     import pydantic
 
+    _check_defaults(where, declared)
     try:
         model, renamed = _arguments_model(f"{cls.__name__}_{tool_name}_arguments", spec.declared)
         schema = model.model_json_schema(by_alias=True)
@@ -294,6 +295,26 @@ def _build_spec(cls: type, tool_name: str, func: Callable[..., Any], docstring: 
     return dataclasses.replace(
         spec, parameters=_clean(schema), arguments_model=model, renamed=renamed, plain_types=plain
     )
+
+
+def _check_defaults(where: str, declared: typing.Sequence[Parameter]) -> None:
+    """Refuse a default its own type hint refuses: the schema would offer the model a default it
+    could not send itself, and the tool would get it unchecked whenever the argument is left out."""
+    import pydantic
+
+    for parameter in declared:
+        if parameter.default is ...:
+            continue
+        try:
+            pydantic.TypeAdapter(parameter.hint).validate_python(parameter.default, strict=True)
+        except pydantic.ValidationError:
+            hint = getattr(parameter.hint, "__name__", None) or str(parameter.hint)
+            raise EnvironmentDefinitionError(
+                f"tool {where}: the default of '{parameter.name}' is {parameter.default!r:.60}, not of type "
+                f"{hint}; fix the default, or hint '{parameter.name}: {hint} | None' for an optional argument"
+            ) from None
+        except pydantic.PydanticUserError:  # the hint itself is refused, with its own message, below
+            return
 
 
 def _is_plain(parameter: Parameter) -> bool:

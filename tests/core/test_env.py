@@ -13,6 +13,7 @@ from omnienv.core import (
     AgentCausedEnd,
     AsyncEnvironment,
     Environment,
+    EnvironmentDefinitionError,
     EnvironmentFailure,
     EpisodeOverError,
     NotResetError,
@@ -445,3 +446,41 @@ def test_a_failure_quotes_at_most_the_start_of_a_huge_exception_message() -> Non
     result = env.step(ToolCall("shout"))
     assert result.failure is not None and len(result.failure.message) < 2_200
     assert "more characters not shown" in result.failure.message
+
+
+@pytest.mark.parametrize("returned", [None, 42, {"count": 3}, ["ok", 7]])
+def test_a_tool_returning_what_is_not_content_fails_naming_what_to_return(returned: object) -> None:
+    class Careless(Counter):
+        @tool
+        def peek(self) -> Any:
+            """Peek."""
+            return returned
+
+    env = Careless()
+    env.reset(task="train/0")
+    result = env.step(ToolCall("peek"))
+    assert result.failure is not None and "returns a str, a TextBlock or ImageBlock" in result.failure.message
+
+
+@pytest.mark.parametrize("value", [None, "1", [1.0]])
+def test_a_rubric_returning_what_is_not_a_number_is_a_failure_naming_the_function(value: object) -> None:
+    def sloppy(env: object) -> Any:
+        return value
+
+    class Sloppy(Counter):
+        rubric = Rubric(sloppy)
+
+    env = Sloppy()
+    env.reset(task="train/2")
+    result = env.step(ToolCall("inc"))
+    assert result.failure is not None and "reward function 'sloppy' returned" in result.failure.message
+
+
+@pytest.mark.parametrize(
+    ("attribute", "value", "expected"),
+    [("max_turns", 0, "max_turns"), ("max_turns", 2.5, "max_turns"), ("max_turns", "5", "max_turns"),
+     ("splits", "train", "splits must be a tuple"), ("splits", ("train", ""), "splits must be a tuple")],
+)  # fmt: skip
+def test_class_settings_of_the_wrong_kind_fail_at_class_creation(attribute: str, value: object, expected: str) -> None:
+    with pytest.raises(EnvironmentDefinitionError, match=expected):
+        type("Bad", (Counter,), {attribute: value})

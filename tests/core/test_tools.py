@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from typing import Any, Literal
@@ -174,13 +175,13 @@ class NotQuitePlain(Environment):
     """Plain hints whose defaults pydantic must describe itself."""
 
     @tool
-    def odd(self, n: int = True, x: float = float("inf"), s: str = None) -> str:  # type: ignore[assignment]  # noqa: RUF013
-        """Defaults of another type than the hint, and a float JSON cannot hold.
+    def odd(self, n: float = 1, x: float = float("inf")) -> str:
+        """A default of another type than the hint (an int for a float), and a float JSON cannot hold.
 
         Args:
             n: A number.
         """
-        return f"{n} {x} {s}"
+        return f"{n} {x}"
 
 
 def _pydantic_schema(spec: Any) -> str:
@@ -361,3 +362,17 @@ def test_a_program_that_plays_wordle_never_imports_pydantic() -> None:
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert "CRANE" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("signature", "expected"),
+    [
+        ("self, word: int = 'crane'", "the default of 'word' is 'crane', not of type int"),
+        ("self, word: str = None", "hint 'word: str | None' for an optional argument"),
+        ("self, word: list[int] = ('a',)", "the default of 'word'"),
+    ],
+)
+def test_a_default_its_own_hint_refuses_fails_at_class_creation(signature: str, expected: str) -> None:
+    source = f"class Bad(Environment):\n    @tool\n    def guess({signature}) -> str:\n        '''Guess.'''\n"
+    with pytest.raises(EnvironmentDefinitionError, match=re.escape(expected)):
+        exec(source + "        return str(word)\n", {"Environment": Environment, "tool": tool})
