@@ -34,10 +34,15 @@ async def arun_episode(env: AsyncEnv, policy: Policy, plan: EpisodePlan, *, dead
     """Play one episode to its end (or failure) and return its record."""
     episode = Episode(env.name, plan.index, plan.task_id, plan.seed, policy.name)
     started = time.perf_counter()
+    deadline = asyncio.timeout(deadline_s)
     try:
-        await asyncio.wait_for(_play(env, policy, plan, episode), deadline_s)
-    except TimeoutError:
-        episode.failure = Failure("timeout", f"episode exceeded its {deadline_s:g} s deadline")
+        async with deadline:
+            await _play(env, policy, plan, episode)
+    except TimeoutError as exc:
+        if deadline.expired():
+            episode.failure = Failure("timeout", f"episode exceeded its {deadline_s:g} s deadline")
+        else:  # the environment's own wait gave up (a connection of its own), not the episode's deadline
+            episode.failure = Failure("transport", f"{type(exc).__name__}: {exc}")
     except _PolicyFailed as exc:
         episode.failure = Failure(exc.kind, str(exc))
     except (OmniEnvError, OSError) as exc:

@@ -1,8 +1,10 @@
 """An eval on a remote server that dies mid-run: the lost episodes are flagged, counted apart by
-kind, and a resume with ``--retry-failures`` plays exactly them again."""
+kind, and a resume with ``--retry-failures`` plays exactly them again. An environment's own
+connection timing out is told apart from the episode's deadline."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -12,10 +14,14 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import orjson
+import pytest
 
+from omnienv.core import Observation, State, StepResult, ToolCall
 from omnienv.envs.wordle.responder import wordle_responder
-from omnienv.rollout import read_episodes
+from omnienv.rollout import EpisodePlan, read_episodes
+from omnienv.rollout.loop import arun_episode
 from omnienv.rollout.scripted_openai import Faults, create_app
+from omnienv.rollout.trajectory import Episode
 from omnienv.server import running
 from tests.net import free_port
 from tests.polling import wait_healthy
@@ -116,3 +122,43 @@ def test_a_server_killed_mid_eval_voids_its_episodes_and_a_retry_plays_exactly_t
     summary = orjson.loads((tmp_path / "run.summary.json").read_bytes())
     assert summary["failures"] == 0 and summary["failure_kinds"] == {} and summary["success_rate"] == 1.0
     assert "--retry-failures" not in again.stdout
+
+
+class _TimesOut:
+    """An environment of its own making (no omnienv server) whose connection times out mid-episode."""
+
+    name = "times-out"
+
+    async def reset(self, task: object = None, seed: int | None = None) -> Observation:
+        return Observation.of("ready")
+
+    async def step(self, call: ToolCall) -> StepResult:
+        raise TimeoutError("the simulator did not answer")
+
+    async def end(self) -> StepResult:
+        raise AssertionError("not reached")
+
+    async def state(self) -> State:
+        return State(None, 0)
+
+    async def close(self) -> None:
+        pass
+
+
+class _Pinger:
+    name = "pinger"
+
+    async def act(self, episode: Episode) -> ToolCall:
+        return ToolCall("ping")
+
+
+@pytest.mark.parametrize("deadline_s", [None, 60.0])
+def test_an_environment_timing_out_is_flagged_as_its_own_failure_not_the_episode_deadline(
+    deadline_s: float | None,
+) -> None:
+    async def play() -> Episode:
+        return await arun_episode(_TimesOut(), _Pinger(), EpisodePlan(0, None, 0), deadline_s=deadline_s)  # type: ignore[arg-type]
+
+    episode = asyncio.run(play())
+    assert episode.failure is not None and episode.failure.kind == "transport"
+    assert "the simulator did not answer" in episode.failure.message
