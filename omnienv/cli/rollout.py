@@ -12,7 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from omnienv.cli.common import console, env_class, fail
-from omnienv.core import EnvironmentBase, OmniEnvError
+from omnienv.core import AsyncEnv, CapacityError, EnvironmentBase, OmniEnvError
 from omnienv.rollout import EpisodePlan, Policy, Summary, make_policy, plan_episodes
 from omnienv.rollout import rollout as run_rollout
 from omnienv.rollout.loop import EnvFactory
@@ -84,12 +84,21 @@ def run_with_progress(
 
 
 def remote_env(url: str) -> EnvFactory:
-    """Sessions on a remote omnienv server, one per worker."""
+    """Sessions on a remote omnienv server, one per episode played at once."""
     try:
         from omnienv.client import connect
     except ImportError as exc:
         raise fail(f"remote environments need the server extra: pip install 'omnienv[server]' ({exc})") from None
-    return lambda: connect(url)
+
+    async def session() -> AsyncEnv:
+        try:
+            return await connect(url)
+        except CapacityError as exc:  # the server's fix, and this run's
+            raise CapacityError(
+                f"{exc.message.rstrip('.')}, or lower --concurrency (each episode played at once holds one)"
+            ) from exc
+
+    return session
 
 
 def show_summary(summary: Summary, title: str) -> None:

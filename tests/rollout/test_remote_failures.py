@@ -9,9 +9,10 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -24,9 +25,11 @@ from omnienv.rollout.scripted_openai import Faults, create_app
 from omnienv.rollout.trajectory import Episode
 from omnienv.server import running
 from tests.net import free_port
-from tests.polling import wait_healthy
+from tests.polling import eventually, wait_healthy
+from tests.server.conftest import serve
 
 EPISODES = 16
+__all__ = ["serve"]  # the servers' fixture: real servers on free ports, stopped at test end
 
 
 @contextmanager
@@ -162,3 +165,19 @@ def test_an_environment_timing_out_is_flagged_as_its_own_failure_not_the_episode
     episode = asyncio.run(play())
     assert episode.failure is not None and episode.failure.kind == "transport"
     assert "the simulator did not answer" in episode.failure.message
+
+
+def test_an_eval_wider_than_the_server_stops_naming_both_fixes_and_leaves_no_session(
+    serve: Callable[..., Any], tmp_path: Path
+) -> None:
+    url, manager = serve("wordle", max_sessions=2)
+    with running(create_app(wordle_responder, faults=Faults(stall_every=1, stall_s=0.05))) as model:
+        command = eval_command(f"{model}/v1", 0, tmp_path / "run.jsonl")
+        command[command.index("--url") + 1] = url
+        result = subprocess.run(
+            command, capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "400"}
+        )
+    assert result.returncode != 0
+    message = " ".join((result.stdout + result.stderr).split())
+    assert "--max-sessions" in message and "lower --concurrency" in message, message
+    eventually(lambda: manager.used == 0, 10, "the eval's sessions closed")
