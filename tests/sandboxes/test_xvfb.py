@@ -303,6 +303,26 @@ def test_a_killed_x_connection_is_remade(display: XvfbDisplay) -> None:
     assert asyncio.run(display.cursor()) == (12, 34)
 
 
+def test_events_a_client_sends_to_the_hosts_windows_are_read_like_any_other(display: XvfbDisplay) -> None:
+    """A client may SendEvent any event to any window, reaching the client that made it: an extension's
+    event with an unknown sub-code made the host's next call raise KeyError (an episode voided)."""
+    from Xlib import display as xdisplay
+    from Xlib.protocol import event
+
+    assert asyncio.run(display.selection()) is None  # the host now has a window of its own (its selection helper)
+    sender = xdisplay.Display(display.name)
+    try:
+        notify = sender.query_extension("RANDR").first_event + 1  # RRNotify, whose sub-codes are 0 to 2
+        for window in sender.screen().root.query_tree().children:
+            forged = event.AnyEvent(type=notify, detail=200, sequence_number=0, data=bytes(28))
+            window.send_event(forged, event_mask=0, propagate=False)  # to the client that made it
+        sender.sync()
+    finally:
+        sender.close()
+    asyncio.run(display.move(12, 34))
+    assert asyncio.run(display.cursor()) == (12, 34)
+
+
 def test_a_display_held_by_a_client_ends_the_episode_as_the_agents(
     display: XvfbDisplay, monkeypatch: pytest.MonkeyPatch
 ) -> None:

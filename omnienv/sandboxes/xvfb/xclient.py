@@ -93,6 +93,7 @@ class XClient:
     def _connect(self) -> Any:
         _, error, xdisplay = _xlib()
         from Xlib.protocol import display as protocol
+        from Xlib.protocol import event
 
         protocol.select = SelectOnPoll  # python-xlib's one way of waiting (see the module's docstring)
         _connect_to_abstract_sockets()
@@ -103,6 +104,12 @@ class XClient:
         # python-xlib 0.33 registers RANDR's and DAMAGE's error codes over the core ones (BadValue...)
         display.display.error_classes.update(error.xerror_class)
         display.set_error_handler(lambda *_: None)  # errors of requests without replies: nothing to do
+        # Any client may send any event to a window of ours (SendEvent); python-xlib finds an extension's
+        # event by its sub-code and raised KeyError, mid-read, for one it does not know (RANDR's 200)
+        for classes in display.display.event_classes.values():
+            if type(classes) is dict:
+                for subcode in range(256):
+                    classes.setdefault(subcode, event.AnyEvent)
         for extension in ("XTEST", "X-Resource"):
             if not display.has_extension(extension):
                 display.close()
