@@ -27,10 +27,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar, NoReturn, TypeAlias
 
 from omnienv.core.content import Block, as_blocks
+from omnienv.core.definition import check_definition
 from omnienv.core.errors import (
     ActionError,
     AgentCausedEnd,
-    EnvironmentDefinitionError,
     EnvironmentFailure,
     EpisodeOverError,
     NotResetError,
@@ -101,21 +101,7 @@ class EnvironmentBase:
         if not cls.__dict__.get("description"):
             cls.description = (inspect.getdoc(cls) or "").split("\n\n")[0]
         cls.tools = collect_tools(cls)
-        cls._check_definition()
-
-    @classmethod
-    def _check_definition(cls) -> None:
-        turns = cls.max_turns
-        if turns is not None and (type(turns) is not int or turns < 1):
-            raise EnvironmentDefinitionError(
-                f"{cls.__name__}.max_turns must be a whole number >= 1 or None, got {turns!r}"
-            )
-        if not isinstance(cls.splits, tuple | list) or not all(isinstance(s, str) and s for s in cls.splits):
-            raise EnvironmentDefinitionError(
-                f"{cls.__name__}.splits must be a tuple of split names, e.g. ('train', 'test'), got {cls.splits!r}"
-            )
-        if cls.rubric is not None and not isinstance(cls.rubric, Rubric):
-            raise EnvironmentDefinitionError(f"{cls.__name__}.rubric must be a Rubric")
+        check_definition(cls, is_async=issubclass(cls, AsyncEnvironment), contract=_CONTRACT)
 
     # -- tasks --------------------------------------------------------------------------------
 
@@ -269,19 +255,6 @@ class EnvironmentBase:
 class Environment(EnvironmentBase):
     """Synchronous environment: ``setup`` and tools are plain methods."""
 
-    @classmethod
-    def _check_definition(cls) -> None:
-        super()._check_definition()
-        for spec in cls.tools.values():
-            if spec.is_async:
-                raise EnvironmentDefinitionError(
-                    f"tool '{spec.name}' of {cls.__name__} is async: subclass AsyncEnvironment instead"
-                )
-        if cls.rubric is not None and cls.rubric.is_async:
-            raise EnvironmentDefinitionError(
-                f"{cls.__name__}.rubric has async reward functions: subclass AsyncEnvironment instead"
-            )
-
     def setup(self, task: Task | None, rng: random.Random) -> Prompt:
         """Start an episode and return the prompt. Override this."""
         return self.description
@@ -415,3 +388,9 @@ class AsyncEnvironment(EnvironmentBase):
         """End the episode and free resources; safe to call more than once."""
         self._episode = None
         await self.teardown()
+
+
+_CONTRACT = frozenset(
+    name for twin in (EnvironmentBase, Environment, AsyncEnvironment) for name in vars(twin) if not name.startswith("_")
+)
+"""The framework's own methods and settings: a tool method of one of these names would replace it."""

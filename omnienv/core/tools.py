@@ -229,10 +229,16 @@ def collect_tools(cls: type) -> dict[str, ToolSpec]:
     found: dict[str, tuple[Callable[..., Any], str]] = {}
     tool_of_attribute: dict[str, str] = {}
     for klass in reversed(cls.__mro__):
+        named_here: dict[str, str] = {}
         for attribute_name, attribute in vars(klass).items():
             tool_name = getattr(attribute, _MARK, None) or tool_of_attribute.get(attribute_name)
             if tool_name is None or not callable(attribute):
                 continue
+            if named_here.setdefault(tool_name, attribute_name) != attribute_name:
+                raise EnvironmentDefinitionError(
+                    f"{klass.__name__}.{named_here[tool_name]} and .{attribute_name} are both the tool '{tool_name}': "
+                    "give each tool its own name"
+                )
             inherited_doc = found[tool_name][1] if tool_name in found else ""
             found[tool_name] = (attribute, inspect.getdoc(attribute) or inherited_doc)
             tool_of_attribute[attribute_name] = tool_name

@@ -484,3 +484,34 @@ def test_a_rubric_returning_what_is_not_a_number_is_a_failure_naming_the_functio
 def test_class_settings_of_the_wrong_kind_fail_at_class_creation(attribute: str, value: object, expected: str) -> None:
     with pytest.raises(EnvironmentDefinitionError, match=expected):
         type("Bad", (Counter,), {attribute: value})
+
+
+async def _async_setup(self: object, task: object, rng: object) -> str:
+    return "start"
+
+
+def _plain_teardown(self: object) -> None:
+    pass
+
+
+@tool
+def _a_tool_called_reset(self: object) -> str:
+    """Start again (as the method reset, it would replace the environment's own)."""
+    return "again"
+
+
+@pytest.mark.parametrize(
+    ("base", "attributes", "expected"),
+    [
+        (Counter, {"setup": _async_setup}, "Bad.setup is async: subclass AsyncEnvironment"),
+        (AsyncEnvironment, {"teardown": _plain_teardown}, "Bad.teardown is not async: make it 'async def'"),
+        (Counter, {"setup": lambda self: "start"}, r"Bad.setup must take \(self, task, rng\)"),
+        (Counter, {"tasks": lambda self, split: []}, "Bad.tasks must be a classmethod"),
+        (Counter, {"reset": _a_tool_called_reset}, "replaces the environment's own 'reset'"),
+    ],
+)
+def test_methods_that_do_not_fit_the_contract_fail_at_class_creation(
+    base: type, attributes: dict[str, Any], expected: str
+) -> None:
+    with pytest.raises(EnvironmentDefinitionError, match=expected):
+        type("Bad", (base,), {"__doc__": "Bad.", **attributes})

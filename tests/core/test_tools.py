@@ -376,3 +376,18 @@ def test_a_default_its_own_hint_refuses_fails_at_class_creation(signature: str, 
     source = f"class Bad(Environment):\n    @tool\n    def guess({signature}) -> str:\n        '''Guess.'''\n"
     with pytest.raises(EnvironmentDefinitionError, match=re.escape(expected)):
         exec(source + "        return str(word)\n", {"Environment": Environment, "tool": tool})
+
+
+def test_two_methods_claiming_one_tool_name_fail_at_class_creation() -> None:
+    with pytest.raises(EnvironmentDefinitionError, match=re.escape("Bad.first and .second are both the tool 'go'")):
+
+        class Bad(Environment):
+            @tool(name="go")
+            def first(self) -> str:
+                """Go one way."""
+                return "first"
+
+            @tool(name="go")
+            def second(self) -> str:
+                """Go the other way."""
+                return "second"
