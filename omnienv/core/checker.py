@@ -158,7 +158,10 @@ class _Checks:
             return f"step results must be JSON-serialisable (check info and state fields): {exc}"
         if StepResult.from_dict(wire).to_dict() != result.to_dict():
             return "a step result changed after a JSON round trip: keep info to plain JSON values"
-        json.dumps((await env.state()).to_dict())
+        try:
+            json.dumps((await env.state()).to_dict())
+        except (TypeError, ValueError) as exc:
+            return f"state() must be JSON-serialisable: keep state_fields() to plain JSON values ({exc})"
         return None
 
     async def episodes_end_and_stay_ended(self) -> str | None:

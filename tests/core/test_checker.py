@@ -150,3 +150,11 @@ def test_tasks_that_break_the_index_are_caught(tasks: object, expected: str) -> 
             return tasks(split)  # type: ignore[operator, no-any-return]
 
     assert expected in failed(check_env(Badly))["tasks_are_stable"]
+
+
+def test_state_fields_json_cannot_carry_are_named() -> None:
+    class Unserialisable(Riddle):
+        def state_fields(self) -> dict[str, object]:
+            return {"seen": {"pumpkin"}}
+
+    assert "keep state_fields() to plain JSON values" in failed(check_env(Unserialisable))["results_survive_json"]
