@@ -14,6 +14,7 @@ from typing import Any
 
 from omnienv.core.errors import EnvironmentDefinitionError
 from omnienv.core.rubric import Rubric
+from omnienv.core.text_actions import grammar_of
 
 __all__ = ["check_definition"]
 
@@ -37,6 +38,7 @@ def check_definition(cls: Any, *, is_async: bool, contract: Collection[str]) -> 
         inspect.signature(cls.setup).bind(cls, None, None)
     except TypeError:
         raise EnvironmentDefinitionError(f"{name}.setup must take (self, task, rng)") from None
+    grammar_of(cls)  # text_actions: each tag a tool, each argument one of its own
     functions = [spec.function for spec in cls.tools.values()]
     for method in contract:
         if any(inspect.getattr_static(cls, method, None) is function for function in functions):

@@ -515,3 +515,11 @@ def test_methods_that_do_not_fit_the_contract_fail_at_class_creation(
 ) -> None:
     with pytest.raises(EnvironmentDefinitionError, match=expected):
         type("Bad", (base,), {"__doc__": "Bad.", **attributes})
+
+
+@pytest.mark.parametrize(
+    ("grammar", "expected"), [({"incr": "by"}, "'incr' is not a tool"), ({"inc": "step"}, "has no argument 'step'")]
+)
+def test_a_tag_grammar_naming_what_is_not_there_fails_at_class_creation(grammar: dict[str, str], expected: str) -> None:
+    with pytest.raises(EnvironmentDefinitionError, match=expected):
+        type("Bad", (Counter,), {"__doc__": "Bad.", "text_actions": grammar})
