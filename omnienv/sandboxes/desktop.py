@@ -125,6 +125,10 @@ class DesktopSession:
         """What the apps said, for an error message (backends without logs say nothing)."""
         return ""
 
+    def begin_step(self) -> None:
+        """A step of the episode begins: a backend that bounds how long a step may wait on its display
+        starts the step's budget afresh."""
+
     # input
     async def click(self, x: int, y: int, button: str = "left", repeat: int = 1, held: str | None = None) -> None:
         raise NotImplementedError

@@ -349,6 +349,47 @@ def test_a_display_held_by_a_client_ends_the_episode_as_the_agents(
         holder.close()
 
 
+def test_a_display_held_again_and_again_ends_the_episode_within_the_deadline(
+    display: XvfbDisplay, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client that grabs the server for a little less than the deadline, again and again, made each
+    X call of a step wait nearly all of it: a drag (a dozen calls) outlasted the server's deadline on a
+    step, which voids the episode. The waits count together, and end it as the agent's doing."""
+    import threading
+
+    from Xlib import display as xdisplay
+
+    from omnienv.core import AgentCausedEnd
+    from omnienv.sandboxes.xvfb import display as module
+
+    monkeypatch.setattr(module, "X_TIMEOUT", 1.0)
+    monkeypatch.setattr(module, "SLOW_CALL", 0.2, raising=False)
+    asyncio.run(display.cursor())  # connected before the grabs
+    holder = xdisplay.Display(display.name)
+    done = threading.Event()
+
+    def hold_again_and_again() -> None:
+        while not done.is_set():
+            holder.grab_server()
+            holder.sync()
+            done.wait(0.6)  # under the deadline
+            holder.ungrab_server()
+            holder.sync()
+            done.wait(0.05)  # the host's call waiting meanwhile gets through
+
+    grabbing = threading.Thread(target=hold_again_and_again)
+    grabbing.start()
+    try:
+        display.begin_step()
+        with pytest.raises(AgentCausedEnd) as caught:
+            asyncio.run(display.drag((100, 100), (300, 300)))
+        assert caught.value.reason == "display_unresponsive"
+    finally:
+        done.set()
+        grabbing.join()
+        holder.close()
+
+
 @pytest.fixture
 def low_descriptors_taken() -> Iterator[None]:
     """Every descriptor below select's limit (1024) open, as in a process holding about 170 desktops."""

@@ -31,7 +31,7 @@ import random
 import time
 from typing import ClassVar, Literal
 
-from omnienv.core import AgentCausedEnd, AsyncEnvironment, Rubric, Task, ToolError
+from omnienv.core import AgentCausedEnd, AsyncEnvironment, Rubric, StepResult, Task, ToolCall, ToolError
 from omnienv.core.threads import to_blocking_thread
 from omnienv.envs.desktop.apps import app_command
 from omnienv.envs.desktop.checks import DesktopTask
@@ -147,6 +147,13 @@ class Desktop(ComputerTools, AsyncEnvironment):
             if app.place is not None:
                 await desktop.place(name, *app.place)
         return self.render_prompt(task, rng)
+
+    async def step(self, call: ToolCall) -> StepResult:
+        """Each step may wait on a display that a program of the agent's holds for a bounded time in all
+        (it ends the episode as the agent's doing past that), never past the server's step deadline."""
+        if self._desktop is not None:
+            self._desktop.begin_step()
+        return await super().step(call)
 
     def render_prompt(self, task: Task | None, rng: random.Random) -> str:
         """The prompt follows from the task alone: datasets render it without a display."""

@@ -50,7 +50,12 @@ __all__ = ["PREFIX", "DisplaySpec", "XvfbDisplay"]
 T = TypeVar("T")
 PREFIX = "omnienv-desktop-"
 X_TIMEOUT = 30.0
-"""Seconds an X request may take; past that a client on the display holds the server (XGrabServer)."""
+"""Seconds the slow X calls of one step (see :data:`SLOW_CALL`) may wait in all; past that a client on
+the display holds the server (XGrabServer) or floods it."""
+SLOW_CALL = 2.0
+"""A call slower than this counts toward the step's :data:`X_TIMEOUT`: a client that held the server
+again and again, each time a little less than the deadline, made every call of a step wait nearly
+all of it (a drag makes a dozen), past the server's deadline on a step, which voids the episode."""
 READ_LIMIT = 16 * 1024 * 1024
 QUIET = 0.15
 """Seconds without CPU use after which a starting app counts as ready."""
@@ -93,6 +98,7 @@ class XvfbDisplay(XInput):
         self._no_launchers = sandbox.run_dir / "no-launchers"
         self._no_launchers.mkdir()
         self._stuck = False
+        self._waited = 0.0
         # X calls run on the display's own thread, not the loop's default pool: a call stuck behind a
         # client's XGrabServer must hold up neither other sessions nor the loop's shutdown.
         self._x_thread = ThreadPoolExecutor(1, thread_name_prefix=f"omnienv-x{server.number}")
@@ -268,15 +274,16 @@ class XvfbDisplay(XInput):
         self.require_alive()
         if self._stuck:
             raise AgentCausedEnd("the display does not answer any more", reason="display_unresponsive")
+        started = time.monotonic()
         try:
             call = asyncio.get_running_loop().run_in_executor(self._x_thread, fn, *args)
-            return await asyncio.wait_for(call, X_TIMEOUT)
+            result = await asyncio.wait_for(call, max(0.0, X_TIMEOUT - self._waited))
         except TimeoutError:
             self.x.abort()  # frees the worker thread stuck on the held server
             self.require_alive()
             self._stuck = True
             raise AgentCausedEnd(
-                f"the display stopped answering for {X_TIMEOUT:g} s: a program on it holds the "
+                f"the display kept the desktop waiting for {X_TIMEOUT:g} s: a program on it holds the "
                 "X server (XGrabServer) or floods it",
                 reason="display_unresponsive",
             ) from None
@@ -286,6 +293,13 @@ class XvfbDisplay(XInput):
                 f"a program on the display keeps disconnecting the desktop's own connection ({exc})",
                 reason="display_connection_killed",
             ) from exc
+        took = time.monotonic() - started
+        if took > SLOW_CALL:
+            self._waited += took
+        return result
+
+    def begin_step(self) -> None:
+        self._waited = 0.0
 
     def screenshot_png(self) -> bytes:
         """Capture and encode (blocking, about 4 ms at 1024x768)."""
