@@ -111,3 +111,18 @@ def test_reading_a_large_workbook_holds_up_no_other_session(server: tuple[str, A
     answered, result = asyncio.run(run())
     assert result.failure is None and result.reward == 1.0, result
     assert answered >= 20, f"the other session was answered {answered} times while the workbook was read"
+
+
+def test_a_step_the_agent_may_rightly_take_outlasts_a_shorter_server_deadline() -> None:
+    """A command may run its minute: under a server deadline on steps shorter than that (an operator's
+    setting), a slow command voided the episode instead of being the agent's to wait for."""
+
+    async def run(url: str) -> StepResult:
+        async with agent(url) as client:
+            await client.reset(task="train/terminal-echo")
+            return await act(client, "run_command", command="sleep 2; echo slept")
+
+    with served_desktop(step_timeout=1.0) as (url, _):
+        result = asyncio.run(run(url))
+    assert result.failure is None, result.failure
+    assert "slept" in result.observation.text

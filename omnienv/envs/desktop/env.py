@@ -27,6 +27,7 @@ program of the agent's froze or cut off ends the episode as the agent's doing
 from __future__ import annotations
 
 import asyncio
+import math
 import random
 import time
 from typing import ClassVar, Literal
@@ -37,9 +38,12 @@ from omnienv.envs.desktop.apps import app_command
 from omnienv.envs.desktop.checks import DesktopTask
 from omnienv.envs.desktop.coordinates import Coordinates
 from omnienv.envs.desktop.tasks import core_tasks, find_task
-from omnienv.envs.desktop.tools import ComputerTools
+from omnienv.envs.desktop.tools import COMMAND_SECONDS, MAX_TYPE, ComputerTools
 from omnienv.sandboxes.desktop import DesktopSession, DisplayError
 from omnienv.sandboxes.xvfb import DisplayPool, DisplaySpec, XvfbDisplay, missing_programs, require_sandbox, shared_pool
+from omnienv.sandboxes.xvfb.display import SLOW_CALL, X_TIMEOUT
+from omnienv.sandboxes.xvfb.input import TYPE_CHUNK
+from omnienv.sandboxes.xvfb.shell import GRACE
 
 __all__ = ["Coordinates", "Desktop", "task_completed"]
 
@@ -187,6 +191,14 @@ class Desktop(ComputerTools, AsyncEnvironment):
             if time.monotonic() > deadline:
                 return False
             await asyncio.sleep(0.05)
+
+    @classmethod
+    def step_seconds(cls) -> float:
+        """A step at its longest: a command's minute and the shell's grace, or the longest text typed
+        on a display the agent's programs hold (:data:`X_TIMEOUT` of slow X calls, each other call
+        under :data:`SLOW_CALL`), and the check and a screenshot after either."""
+        typing = X_TIMEOUT + math.ceil(MAX_TYPE / TYPE_CHUNK) * SLOW_CALL
+        return max(COMMAND_SECONDS + GRACE, typing) + X_TIMEOUT + 2 * SETTLE_SECONDS
 
     @classmethod
     def preflight(cls) -> None:

@@ -21,6 +21,7 @@ MAX_WAIT = 60.0
 MAX_HOLD = 10.0
 MAX_SCROLL = 50
 MAX_TYPE = 20_000
+COMMAND_SECONDS = 60
 SCROLL_DIRECTIONS = ("up", "down", "left", "right")
 
 
@@ -263,10 +264,10 @@ class ComputerTools:
         Args:
             command: A bash command line; it is killed after 60 s.
         """
-        result = await self.desktop.shell(command, timeout=60)
+        result = await self.desktop.shell(command, timeout=COMMAND_SECONDS)
         output = result.stdout
         if result.timed_out:
-            output += "\n(killed after 60 s)"
+            output += f"\n(killed after {COMMAND_SECONDS} s)"
         elif result.returncode != 0:
             output += f"\nSTDERR: {result.stderr}" if result.stderr else f"\n(exit code {result.returncode})"
         return output if output.strip() else "(no output)"
