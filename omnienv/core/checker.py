@@ -19,6 +19,7 @@ from typing import Any
 from omnienv.core.adapters import AsyncEnv, as_async
 from omnienv.core.env import EnvironmentBase
 from omnienv.core.errors import EpisodeOverError, NotResetError, OmniEnvError
+from omnienv.core.loop_watch import HELD_LIMIT, Yielding, watch_the_loop
 from omnienv.core.sampling import sample_arguments
 from omnienv.core.tasks import Task
 from omnienv.core.types import Observation, State, StepResult, ToolCall
@@ -352,10 +353,21 @@ def check_env(env_class: type[EnvironmentBase], *, strings: list[str] | None = N
         return inner.task.answer if inner.task is not None else None
 
     async def run() -> CheckReport:
-        report = await acheck_env(
-            lambda: as_async(env_class()), target=env_class.name, secret_of=secret_of, strings=strings
-        )
+        import jsonschema  # noqa: F401  # imported before the watch starts: its import is not the env's
+
+        longest = [0.0]
+        watch = asyncio.create_task(watch_the_loop(longest))
+        try:
+            report = await acheck_env(
+                lambda: Yielding(as_async(env_class())), target=env_class.name, secret_of=secret_of, strings=strings
+            )
+        finally:
+            watch.cancel()
         report.results[:0] = await _in_process(env_class)
+        held = f"a call held the event loop for {longest[0]:.1f} s, and with it every other session of a server"
+        fix = "await omnienv.core.threads.to_blocking_thread(...) for blocking work, or leave blocking = True"
+        message = f"{held}: {fix}" if longest[0] > HELD_LIMIT else ""
+        report.results.append(CheckResult("calls_leave_the_event_loop_free", not message, message))
         return report
 
     return asyncio.run(run())

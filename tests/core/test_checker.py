@@ -1,10 +1,11 @@
 from __future__ import annotations
 
 import random
+import time
 
 import pytest
 
-from omnienv.core import Environment, Task, ToolResult, check_env, tool
+from omnienv.core import AsyncEnvironment, Environment, Task, ToolResult, check_env, tool
 from omnienv.core.checker import CheckFailed
 from omnienv.envs.echo import Echo
 from omnienv.envs.wordle import Wordle
@@ -158,3 +159,24 @@ def test_state_fields_json_cannot_carry_are_named() -> None:
             return {"seen": {"pumpkin"}}
 
     assert "keep state_fields() to plain JSON values" in failed(check_env(Unserialisable))["results_survive_json"]
+
+
+def test_an_async_tool_that_blocks_the_event_loop_is_caught() -> None:
+    class Sleepy(AsyncEnvironment):
+        """Wait a moment."""
+
+        max_turns = 2
+
+        async def setup(self, task: Task | None, rng: random.Random) -> str:
+            self.waited = False
+            return "Call `wait`."
+
+        @tool
+        async def wait(self) -> str:
+            """Wait."""
+            if not self.waited:  # once per episode: the check stays quick
+                time.sleep(0.7)  # the mistake: asyncio.sleep, or a blocking call off the loop
+                self.waited = True
+            return "waited"
+
+    assert "held the event loop for 0.7 s" in failed(check_env(Sleepy))["calls_leave_the_event_loop_free"]
