@@ -66,7 +66,7 @@ class JupyterSandbox:
     @classmethod
     async def open(cls, pool: KernelPool | None = None, limits: OutputLimits | None = None) -> JupyterSandbox:
         """A sandbox on a fresh kernel from ``pool`` (the default pool when None)."""
-        pool = pool or default_pool()
+        pool = pool or await to_blocking_thread(default_pool)  # the first one reads every package's files: 1-2 s
         kernel = await pool.aacquire()
         sandbox = cls(kernel, pool, limits)
         try:
