@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import gc
 import inspect
 import json
 import random
@@ -357,12 +358,16 @@ def check_env(env_class: type[EnvironmentBase], *, strings: list[str] | None = N
 
         longest = [0.0]
         watch = asyncio.create_task(watch_the_loop(longest))
+        collecting = gc.isenabled()
+        gc.disable()  # a collection's pause is the process's (a test run's whole heap), not the environment's
         try:
             report = await acheck_env(
                 lambda: Yielding(as_async(env_class())), target=env_class.name, secret_of=secret_of, strings=strings
             )
         finally:
             watch.cancel()
+            if collecting:
+                gc.enable()
         report.results[:0] = await _in_process(env_class)
         held = f"a call held the event loop for {longest[0]:.1f} s, and with it every other session of a server"
         fix = "await omnienv.core.threads.to_blocking_thread(...) for blocking work, or leave blocking = True"

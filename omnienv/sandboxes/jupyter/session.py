@@ -66,7 +66,8 @@ class JupyterSandbox:
     @classmethod
     async def open(cls, pool: KernelPool | None = None, limits: OutputLimits | None = None) -> JupyterSandbox:
         """A sandbox on a fresh kernel from ``pool`` (the default pool when None)."""
-        pool = pool or await to_blocking_thread(default_pool)  # the first one reads every package's files: 1-2 s
+        if pool is None:  # made off the loop: the first one reads every package's file list, 1-2 s
+            pool = await to_blocking_thread(default_pool)
         kernel = await pool.aacquire()
         sandbox = cls(kernel, pool, limits)
         try:
