@@ -220,6 +220,18 @@ class Cgroup:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(pid, signal.SIGKILL)
 
+    def wait_empty(self, timeout: float = 10.0) -> bool:
+        """Kill again until no process is left; False past ``timeout``. A killed process stays in
+        the cgroup until it has exited and been reaped, which takes a fork bomb's thousands a while
+        on a busy machine (sleeping here, so that they get the CPU to exit)."""
+        deadline = time.monotonic() + timeout
+        while self.pids():
+            if time.monotonic() > deadline:
+                return False
+            self.kill()
+            time.sleep(0.001)
+        return True
+
     def remove(self, timeout: float = 10.0) -> bool:
         """Kill what is left and delete the cgroup; True when every directory is gone."""
         self.kill()

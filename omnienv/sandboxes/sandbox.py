@@ -267,12 +267,14 @@ class Sandbox:
             process.wait(timeout=10)
 
     def kill(self) -> None:
-        """Kill every process of the sandbox and reap them; the files stay."""
+        """Kill every process of the sandbox and reap them; the files stay. Returns once the cgroup
+        is empty (at most 10 s): its kill signals every process but waits for none."""
         self.cgroup.kill()
         with self._lock:
             processes = list(self.processes)
         for process in processes:
             self._kill_process(process)
+        self.cgroup.wait_empty()
 
     def read_work_file(self, path: str, limit: int) -> bytes | None:
         """Up to ``limit`` bytes of a regular file in the work dir, never following a symlink."""

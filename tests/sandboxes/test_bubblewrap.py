@@ -118,3 +118,29 @@ def test_the_machines_private_keys_are_not_shown_only_its_public_certificates() 
     shown = set(out.decode().split())
     assert shown <= {"certs", "openssl.cnf"} and "private" not in shown, shown
     assert "certs" in shown or not Path("/etc/ssl/certs").is_dir()
+
+
+TREE = "import os, time\nfor _ in range(9):\n    os.fork()\ntime.sleep(600)"  # up to 512 processes
+
+
+def left_after_kill() -> set[int]:
+    """The processes a sandbox's cgroup still holds once ``kill`` returned, the tree started."""
+    from omnienv.sandboxes.sandbox import Sandbox
+    from tests.polling import eventually
+
+    sandbox = Sandbox()
+    try:
+        sandbox.spawn(["python3", "-c", TREE], env={"PATH": "/usr/bin:/bin"})
+        if sandbox.cgroup.dirs:
+            eventually(lambda: len(sandbox.cgroup.pids()) > 100, what="the tree of processes started")
+        sandbox.kill()
+        return sandbox.cgroup.pids()
+    finally:
+        sandbox.close()
+
+
+def test_kill_returns_once_no_process_of_the_sandbox_is_left() -> None:
+    """A killed process stays in the sandbox's cgroup until it has exited and been reaped, and a
+    few hundred take a while on a busy machine: ``kill`` returned while some were left, and a
+    stopped kernel still showed its fork bomb's processes."""
+    assert [left_after_kill() for _ in range(3)] == [set(), set(), set()]
