@@ -120,7 +120,7 @@ class Terminal(Environment):
         from omnienv.sandboxes.sandbox import preflight
 
         preflight()
-        if any((task.tests_dir / "verifylib.py").exists() for task in cls.harbor_tasks().values()):
+        if any(task.nests_its_grader for task in cls.harbor_tasks().values()):
             preflight_nesting()
 
     def render_prompt(self, task: Task | None, rng: random.Random) -> str:

@@ -88,6 +88,12 @@ class HarborTask:
     def solution_dir(self) -> Path:
         return self.path / "solution"
 
+    @property
+    def nests_its_grader(self) -> bool:
+        """Whether ``tests/`` grades with the shipped graders' library, which runs the agent's code
+        in sandboxes of its own inside the verifier's: only then may the verifier make them."""
+        return (self.tests_dir / "verifylib.py").exists()
+
 
 def read_task(path: Path, task_id: str | None = None, root: Path | None = None) -> HarborTask:
     """Read one task directory, or say exactly why it cannot run container-free.

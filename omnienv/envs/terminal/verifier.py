@@ -105,7 +105,9 @@ def verify(task: HarborTask, workspace: Path, limits: Limits) -> Verdict:
             files=[(str(tests), TESTS_MOUNT), (str(shims), TOOLS_MOUNT)],
             stdout=subprocess.PIPE,  # read as it comes, its tail kept: never a file the verifier fills
             stderr=subprocess.STDOUT,
-            nest=True,  # the graders run the agent's code in sandboxes of their own
+            # The shipped graders run the agent's code in sandboxes of their own; a foreign test.sh runs
+            # it here, where it must not make a user namespace (in one it could act on host cgroups).
+            nest=task.nests_its_grader,
         )
         kept = bytearray()
         reader = threading.Thread(target=_drain, args=(process.stdout, kept), daemon=True, name="verifier-output")
