@@ -175,3 +175,29 @@ def test_a_served_terminal_refuses_to_start_where_its_graders_cannot_nest(
     monkeypatch.setattr(verifier, "GRADER_LIBRARY", tmp_path)
     with pytest.raises(SandboxUnavailableError, match=r"cannot nest here: Operation not permitted.*nested user"):
         preflight_nesting()
+
+
+NAMESPACE_PROBE = """#!/bin/bash
+# a foreign test.sh that runs the agent's code itself: may that code make a user namespace here?
+command -v unshare >/dev/null || { echo 0.5 > /logs/verifier/reward.txt; exit 0; }
+if unshare --user --map-root-user true 2>/dev/null; then made=1; else made=0; fi
+echo $made > /logs/verifier/reward.txt
+"""
+
+
+def test_a_foreign_tasks_verifier_makes_no_user_namespace(tmp_path: Path) -> None:
+    """In a user namespace of its own the agent's code could mount the host's cgroup2 hierarchy and
+    act on cgroups there; only the shipped graders, which sandbox that code again, may nest."""
+    from omnienv.envs.terminal import harbor_environment
+    from tests.envs.test_terminal import make_task
+
+    task = make_task(tmp_path, "foreign", test=NAMESPACE_PROBE)
+    assert not (task / "tests" / "verifylib.py").exists()
+    env = harbor_environment(task)()
+    try:
+        env.reset()
+        result = env.step(ToolCall("submit", {}))
+        assert result.failure is None, result.failure
+        assert result.reward == 0.0, f"the verifier's sandbox made a user namespace: {env.state().fields['verifier']}"
+    finally:
+        env.close()
