@@ -231,6 +231,14 @@ def collect_tools(cls: type) -> dict[str, ToolSpec]:
     for klass in reversed(cls.__mro__):
         named_here: dict[str, str] = {}
         for attribute_name, attribute in vars(klass).items():
+            if isinstance(attribute, staticmethod | classmethod) and (
+                getattr(attribute, _MARK, None) or getattr(attribute.__func__, _MARK, None)
+            ):
+                kind = type(attribute).__name__
+                raise EnvironmentDefinitionError(
+                    f"tool {klass.__name__}.{attribute_name} is a {kind}: a tool acts on its episode, so it "
+                    f"is a plain method taking self; remove @{kind}"
+                )
             tool_name = getattr(attribute, _MARK, None) or tool_of_attribute.get(attribute_name)
             if tool_name is None or not callable(attribute):
                 continue

@@ -391,3 +391,22 @@ def test_two_methods_claiming_one_tool_name_fail_at_class_creation() -> None:
             def second(self) -> str:
                 """Go the other way."""
                 return "second"
+
+
+@pytest.mark.parametrize(
+    ("decorators", "kind"),
+    [
+        ("@tool\n    @staticmethod", "staticmethod"),  # its first parameter was read as self and lost
+        ("@staticmethod\n    @tool", "staticmethod"),  # the tool silently vanished
+        ("@classmethod\n    @tool", "classmethod"),
+        ("@tool\n    @classmethod", "classmethod"),
+    ],
+)
+def test_a_static_or_class_method_tool_fails_at_class_creation_naming_the_fix(decorators: str, kind: str) -> None:
+    first = "cls, " if kind == "classmethod" else ""
+    source = (
+        f"class Bad(Environment):\n    {decorators}\n    def add({first}a: int, b: int) -> str:\n"
+        "        '''Add.'''\n        return str(a + b)\n"
+    )
+    with pytest.raises(EnvironmentDefinitionError, match=re.escape(f"Bad.add is a {kind}") + ".*remove @" + kind):
+        exec(source, {"Environment": Environment, "tool": tool})
