@@ -123,6 +123,9 @@ class _Run:
         shell = EpisodeShell(client, self.tool, self.harness.submit_marker)
         token = self.relay.open(shell)
         model_url = self.proxy.open_episode(name)  # secret, as the relay's: no harness reaches another's
+        # Once the episode is over its model URL is refused: what the harness asks in its grace period
+        # is no turn of the episode, and must not be trained as one.
+        closing = asyncio.create_task(self._close_model_at_end(shell, name))
         try:
             context = EpisodeContext(
                 plan.index,
@@ -136,6 +139,7 @@ class _Run:
             )
             finished = await self._launch(context, shell)
         finally:
+            closing.cancel()
             self.relay.close(token)
             self.proxy.close_episode(name)
         await shell.settle()
@@ -155,6 +159,10 @@ class _Run:
             report["log_tail"] = finished.log_tail()
         report["outcome"] = self.harness.outcome(context)
         return report
+
+    async def _close_model_at_end(self, shell: EpisodeShell, name: str) -> None:
+        await shell.over.wait()
+        self.proxy.close_episode(name)
 
     async def _launch(self, context: EpisodeContext, shell: EpisodeShell) -> Finished:
         try:  # afresh: what an earlier run's harness left in a kept --workdir (its memory, its home) is gone

@@ -220,4 +220,5 @@ def test_an_environment_that_fails_under_the_harness_is_flagged(tmp_path: Path) 
     assert item.record.reward is None and item.record.failure == item.episode.failure
     assert item.harness["stopped"] == "exited"
     log = (tmp_path / "episode-0" / "harness.log").read_text()
-    assert "[exit 1]" in log  # the agent was told its shell is gone, and stopped after the script
+    # the agent was told its shell is gone; the episode is over, so its next model call is refused
+    assert "the episode is void\n[exit 126]" in log and "404 - capture proxy: no such episode" in log, log

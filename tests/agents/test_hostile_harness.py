@@ -207,3 +207,33 @@ for thread in threads:
         masked = [token for token, mask in zip(segment.token_ids, segment.loss_mask, strict=True) if mask]
         sampled = [token for index in segment.calls for token in record.calls[index].completion_token_ids or ()]
         assert masked == sampled
+
+
+class OneCommandShell(EchoShell):
+    """An echo shell whose episode ends with its first command (a turn limit of one)."""
+
+    name = "one-command-shell"
+    max_turns = 1
+
+
+def test_what_a_harness_asks_its_model_after_the_episode_ended_is_no_turn_of_it(tmp_path: Path, model: str) -> None:
+    """The episode ends with its first command; the harness goes on asking its model in its grace
+    period. Those calls are refused, and the record holds the episode's own call alone."""
+    program = """
+import subprocess
+base = os.environ["OPENAI_BASE_URL"]
+asked = [post(base, "during")]
+subprocess.run([os.environ["SHELL"], "-c", "echo done"], check=False)
+asked += [post(base, "after") for _ in range(3)]
+print(json.dumps(asked))
+"""
+    (tmp_path / "agent.py").write_text(POST + program)
+    (tmp_path / "agent.toml").write_text('command = ["{python}", "{spec_dir}/agent.py"]\n')
+    run = run_agents(
+        load_spec(tmp_path / "agent.toml"), OneCommandShell, model="m", base_url=model, workdir=tmp_path / "work"
+    )
+    (item,) = run.episodes
+    assert item.episode.failure is None and [step.call.name for step in item.episode.steps] == ["run"]
+    assert [call.request["messages"][0]["content"] for call in item.record.calls] == ["during"]
+    log = (tmp_path / "work" / "episode-0" / "harness.log").read_text()
+    assert json.loads(log.splitlines()[-1]) == [200, 404, 404, 404], log
