@@ -284,6 +284,13 @@ def _build_spec(cls: type, tool_name: str, func: Callable[..., Any], docstring: 
             )
         default = ... if param.default is param.empty else param.default
         declared.append(Parameter(param.name, hints[param.name], default, arg_docs.get(param.name)))
+    strays = [name for name in arg_docs if name not in {parameter.name for parameter in declared}]
+    if strays:  # a typo there leaves the real parameter undescribed, and nothing says so
+        names = ", ".join(f"'{parameter.name}'" for parameter in declared) or "none"
+        raise EnvironmentDefinitionError(
+            f"tool {where}: its docstring's Args: describes '{strays[0]}', which is no parameter of it "
+            f"(its parameters: {names}); name the parameter it means, or remove the entry"
+        )
     spec = ToolSpec(
         name=tool_name,
         description=description,

@@ -410,3 +410,18 @@ def test_a_static_or_class_method_tool_fails_at_class_creation_naming_the_fix(de
     )
     with pytest.raises(EnvironmentDefinitionError, match=re.escape(f"Bad.add is a {kind}") + ".*remove @" + kind):
         exec(source, {"Environment": Environment, "tool": tool})
+
+
+def test_an_args_entry_naming_no_parameter_fails_at_class_creation() -> None:
+    """A typo there left the real parameter with no description the model reads, silently."""
+    with pytest.raises(EnvironmentDefinitionError, match=re.escape("Args: describes 'wrod', which is no parameter")):
+
+        class Bad(Environment):
+            @tool
+            def guess(self, word: str) -> str:
+                """Guess.
+
+                Args:
+                    wrod: A five-letter word.
+                """
+                return word
