@@ -79,6 +79,13 @@ class Limits:
     cgroup where the machine allows one (:mod:`omnienv.sandboxes.cgroups`). ``tmp_bytes``,
     ``shm_bytes`` and ``work_bytes`` size ``/tmp``, ``/dev/shm`` and the work directory;
     ``run_bytes`` sizes the sandbox's run directory (sockets and files it shares with the host).
+    ``work_files`` and ``run_files`` cap how many files, directories and links (inodes) those two
+    hold: bytes alone let an empty file cost nothing, so millions of them would fit, each one kept
+    in the host's memory and walked by whatever the host reads from the sandbox (the terminal's
+    copy for its verifier). 200,000 holds a large ``node_modules`` or a cloned kernel tree (about
+    90,000 files) with room to spare, and costs at most about 160 MB of memory (an inode and its
+    name, charged to the sandbox) and 10 s of the host's copy. The run dir holds sockets,
+    connection files and the desktop's apps' own homes: 16,384 is many browser profiles.
     """
 
     memory_bytes: int = 2 * 1024**3
@@ -93,6 +100,8 @@ class Limits:
     total_processes: int = 256
     cpus: float = 1.0
     run_bytes: int = 32 * 1024**2
+    work_files: int = 200_000
+    run_files: int = 16_384
 
     def prlimit_args(self) -> list[str]:
         return [

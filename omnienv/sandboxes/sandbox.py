@@ -9,12 +9,12 @@ Kernels, X clients, the window manager, input tools and shells all start through
   never the server's, so ``/proc/1/environ`` holds no secret.
 - **one cgroup** per sandbox (:mod:`omnienv.sandboxes.cgroups`), joined before the program runs
   (bwrap waits on ``--block-fd`` until the host has moved it), for total memory, processes and CPU.
-- **a size-capped work dir**: a tmpfs of ``Limits.work_bytes`` mounted on the host side where the
-  machine allows mounts; it is also charged to the sandbox's memory. It holds the home
-  (``work_dir``) and, beside it, ``private_dir``, which no process inside can touch: every bind of a
-  host directory comes from there or from outside the sandbox, never from inside the home. The
-  run dir (``run_dir``, for sockets and files shared with the host) gets a tmpfs of
-  ``Limits.run_bytes`` the same way.
+- **a size-capped work dir**: a tmpfs of ``Limits.work_bytes`` and ``Limits.work_files`` files
+  mounted on the host side where the machine allows mounts; it is also charged to the sandbox's
+  memory. It holds the home (``work_dir``) and, beside it, ``private_dir``, which no process
+  inside can touch: every bind of a host directory comes from there or from outside the sandbox,
+  never from inside the home. The run dir (``run_dir``, for sockets and files shared with the
+  host) gets a tmpfs of ``Limits.run_bytes`` and ``Limits.run_files`` the same way.
 - **nothing left behind**: :meth:`Sandbox.close` kills the cgroup, the process groups and the
   process trees, unmounts the work dir and deletes every file. A sandbox whose owner died (its
   ``owner.lock`` is free) is swept by the next :func:`sweep_stale`.
@@ -101,12 +101,12 @@ class Sandbox:
         self.run_dir.mkdir()
         storage.mkdir()
         try:
-            self.work_capped = mount_tmpfs(storage, self.limits.work_bytes)
+            self.work_capped = mount_tmpfs(storage, self.limits.work_bytes, self.limits.work_files)
             self.work_dir.mkdir()
             self.private_dir.mkdir(mode=0o700)
             # The run dir is shared writable with the sandbox (sockets, files it hands the host): it
             # gets its own small tmpfs, or the sandbox could fill the host's disk through it.
-            self.run_capped = mount_tmpfs(self.run_dir, self.limits.run_bytes)
+            self.run_capped = mount_tmpfs(self.run_dir, self.limits.run_bytes, self.limits.run_files)
             limits = self.limits
             self.cgroup = Cgroup.create(
                 memory_bytes=limits.total_memory_bytes,
@@ -359,7 +359,7 @@ def preflight() -> None:
         probe()  # warns once for every per-sandbox limit the machine cannot enforce
         quota = Path(work) / "quota"
         quota.mkdir()
-        if mount_tmpfs(quota, 1024 * 1024):  # warns once when work dirs cannot be capped
+        if mount_tmpfs(quota, 1024 * 1024, 16):  # warns once when work dirs cannot be capped
             unmount(quota)
 
 

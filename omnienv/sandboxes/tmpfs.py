@@ -1,8 +1,9 @@
 """Size-capped directories: a tmpfs mounted on the host side, where the machine allows mounts.
 
 A sandbox's work and run dirs get one each (:mod:`omnienv.sandboxes.sandbox`), so what the agent
-writes there is capped and charged to the sandbox's memory. Without root or ``CAP_SYS_ADMIN`` the
-mount fails; that is said once, loudly, and only the per-file size limit applies.
+writes there is capped, in bytes and in files, and charged to the sandbox's memory. Without root or
+``CAP_SYS_ADMIN`` the mount fails; that is said once, loudly, and only the per-file size limit
+applies.
 """
 
 from __future__ import annotations
@@ -32,9 +33,11 @@ def _libc() -> Any:
     return ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
 
 
-def mount_tmpfs(path: Path, size: int) -> bool:
-    """Mount a tmpfs of ``size`` bytes on ``path``; False (said once) where the machine refuses."""
-    options = f"size={size},mode=0755".encode()
+def mount_tmpfs(path: Path, size: int, files: int) -> bool:
+    """Mount a tmpfs of ``size`` bytes and ``files`` inodes on ``path``; False (said once) where the
+    machine refuses. Past either, the writer gets ENOSPC: an empty file takes no bytes, so only the
+    inode count stops millions of them (and every hard link counts as one)."""
+    options = f"size={size},nr_inodes={files},mode=0755".encode()
     if _libc().mount(b"tmpfs", str(path).encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, options) == 0:
         return True
     _warn_no_quota(os.strerror(ctypes.get_errno()))
@@ -45,7 +48,8 @@ def mount_tmpfs(path: Path, size: int) -> bool:
 def _warn_no_quota(reason: str) -> None:
     logger.warning(
         "sandbox work directories are NOT size-capped (%s: mounting a tmpfs needs root or "
-        "CAP_SYS_ADMIN); only the per-file size limit applies. See docs/security.md.",
+        "CAP_SYS_ADMIN); only the per-file size limit applies, and no limit on their number of files. "
+        "See docs/security.md.",
         reason,
     )
 

@@ -14,13 +14,18 @@ import json
 import os
 import subprocess
 import sys
+import time
 import tracemalloc
 from pathlib import Path
 
+import pytest
+
 from omnienv.core import ToolCall
 from omnienv.envs.terminal import harbor_environment
-from omnienv.envs.terminal.workspace import copy_tree
-from tests.envs.test_terminal import make_task
+from omnienv.envs.terminal.env import FILES_PER_MB
+from omnienv.envs.terminal.workspace import TooManyFilesError, copy_tree
+from omnienv.sandboxes import sandbox as sandbox_module
+from tests.envs.test_terminal import make_task, play
 
 
 def run(command: str) -> ToolCall:
@@ -125,3 +130,72 @@ def test_the_copy_of_a_directory_of_many_files_holds_no_list_of_them(tmp_path: P
         tracemalloc.stop()
     assert len(os.listdir(tmp_path / "copy" / "many")) == 10_000
     assert peak < 2_000_000, f"the copy held {peak / 1e6:.0f} MB at once"
+
+
+FLOOD = (
+    "python3 -Ic 'import itertools, os\n"
+    "for n in itertools.count():\n"
+    '    os.mkdir(str(n)) if n % 2 else open(str(n), "x").close()\''
+)
+"""Empty files and directories, as many as the agent's storage takes: none costs a byte."""
+
+
+@pytest.mark.parametrize(
+    ("solve", "reward"), [("true", 0.0), ("echo 42 > out.txt; rm ~/.gitconfig", 1.0)], ids=["loses", "wins"]
+)
+def test_an_agent_that_floods_its_workspace_with_files_is_graded_in_seconds(
+    tmp_path: Path, solve: str, reward: float
+) -> None:
+    """Files were capped in bytes only: a losing agent's millions of empty files made the host's copy
+    for the verifier take minutes, past the server's step deadline, and a void episode is never
+    scored. Its storage now holds as many files as its size allows (:data:`FILES_PER_MB`), and the
+    verifier's holds the copy of a full one and its own files, even once the agent deleted its own
+    overhead (``~/.gitconfig``): the verifier then found no room for its home, raised, and voided."""
+    env = harbor_environment(make_task(tmp_path, toml_extra="[environment]\nstorage_mb = 8\n"))()
+    try:
+        env.reset("train/answer")
+        env.step(run(solve))
+        flood = env.step(ToolCall("run", {"command": FLOOD, "timeout": 30})).observation.text
+        assert "No space left on device" in flood and "[exit code 1]" in flood, flood
+        counted = env.step(run("find . | wc -l")).observation.text
+        assert int(counted.split()[0]) > 8 * FILES_PER_MB - 16, counted
+        started = time.monotonic()
+        result = env.step(ToolCall("submit", {}))
+        assert (result.failure, result.reward) == (None, reward), result
+        assert time.monotonic() - started < 30
+        assert env.state().fields["verifier"]["note"] == ""  # type: ignore[index]
+    finally:
+        env.close()
+
+
+def test_where_the_storage_cannot_be_capped_a_flooded_workspace_is_graded_0_with_a_note(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server that is not root mounts no tmpfs and the agent's files are uncapped: the copy for the
+    verifier stops past the number the storage would hold, and grades the flood 0, never a void."""
+    monkeypatch.setattr(sandbox_module, "mount_tmpfs", lambda path, size, files: False)
+    env = harbor_environment(make_task(tmp_path, toml_extra="[environment]\nstorage_mb = 1\n"))()
+    try:
+        env.reset("train/answer")
+        assert env.sandbox is not None and not env.sandbox.work_capped
+        flood = env.step(run(f"echo 42 > out.txt && mkdir flood && touch flood/{{1..{FILES_PER_MB}}} && echo made"))
+        assert "made" in flood.observation.text, flood
+        result = env.step(ToolCall("submit", {}))
+        assert (result.failure, result.reward) == (None, 0.0), result
+        note = env.state().fields["verifier"]["note"]  # type: ignore[index]
+        limit = f"more than {FILES_PER_MB} files, directories and links (the sandbox's limit)"
+        assert note == f"the workspace holds {limit}: its tests were not run", note
+        assert play(env, "train/answer", "echo 42 > out.txt") == 1.0, "a workspace under the limit is graded"
+    finally:
+        env.close()
+
+
+def test_a_copy_with_a_limit_stops_past_it_and_the_tests_copy_has_none(tmp_path: Path) -> None:
+    source = tmp_path / "source"
+    (source / "dir").mkdir(parents=True)
+    for number in range(5):
+        (source / "dir" / str(number)).touch()
+    copy_tree(source, tmp_path / "exact", limit=6)  # the directory and its five files
+    assert sorted(os.listdir(tmp_path / "exact" / "dir")) == ["0", "1", "2", "3", "4"]
+    with pytest.raises(TooManyFilesError, match="more than 5 files"):
+        copy_tree(source, tmp_path / "over", limit=5)

@@ -45,6 +45,10 @@ SHELL_PREFIX = "omnienv-terminal-"
 MAX_TIMEOUT_S = 600.0
 FILE_BYTES = 65_536
 WRITE_BYTES = 1_000_000
+FILES_PER_MB = 256
+"""A task's workspace holds a file (or directory, or link) per 4 KiB of its ``storage_mb``, as
+mke2fs makes a small file system, and at most ``Limits.work_files``: a task that asks for little
+storage gets few files, and every workspace few enough for its verifier's copy to take seconds."""
 
 
 @cache
@@ -142,6 +146,7 @@ class Terminal(Environment):
             total_memory_bytes=harbor.memory_mb * megabyte,
             cpus=harbor.cpus,
             work_bytes=harbor.storage_mb * megabyte,
+            work_files=min(Limits().work_files, harbor.storage_mb * FILES_PER_MB),
             cpu_seconds=int(max(900.0, harbor.agent_timeout)),
         )
         sweep_dead_owners()

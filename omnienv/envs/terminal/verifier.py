@@ -9,7 +9,9 @@ own directory mounted read-only (whatever the agent put at that path is not ther
 writes ``/logs/verifier/reward.json`` (named rewards; ``reward`` is the main one, else the only one,
 else their mean) or ``reward.txt`` (one number). A verifier that times out, writes no reward or
 writes one that is not a finite number grades the workspace as it stands: 0, with a note saying
-why. Only a sandbox that cannot be made is an infrastructure failure (it raises).
+why. So does a workspace of more than ``Limits.work_files`` entries, which only an agent's flood
+makes (where its storage is capped it cannot hold them): its copy stops there, not minutes later.
+Only a sandbox that cannot be made is an infrastructure failure (it raises).
 
 The agent's code often runs while it is graded (a build, a script, a package under test), and in
 one sandbox it could signal or trace the grader, write into its pipes or the reward, or read the
@@ -25,13 +27,20 @@ import math
 import os
 import subprocess
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO
 
 from omnienv.envs.terminal.dockerfile import LOGS_MOUNT, TESTS_MOUNT, TOOLS_MOUNT
 from omnienv.envs.terminal.harbor import HarborTask
-from omnienv.envs.terminal.workspace import SANDBOX_ENV, copy_tree, read_plain_file, workspace_binds, workspace_dir
+from omnienv.envs.terminal.workspace import (
+    SANDBOX_ENV,
+    TooManyFilesError,
+    copy_tree,
+    read_plain_file,
+    workspace_binds,
+    workspace_dir,
+)
 from omnienv.sandboxes.bubblewrap import Limits, SandboxUnavailableError
 from omnienv.sandboxes.sandbox import Sandbox
 
@@ -64,6 +73,10 @@ exit 100
 and all), and the host's packages, like a Dockerfile's ``apt-get install`` at setup, stand in for them."""
 
 _REWARD_BYTES = 65_536
+_GRADER_FILES = 1_024
+"""Files the verifier's storage holds beyond the agent's: its own directories and what its tests
+write over a workspace the agent filled to its cap (the agent may delete its own overhead, its
+``.gitconfig``, and the copy of a full workspace then left the verifier no room: that raised)."""
 _LOG_BYTES = 4_000
 
 
@@ -77,16 +90,20 @@ class Verdict:
 
 def verify(task: HarborTask, workspace: Path, limits: Limits) -> Verdict:
     """Grade ``workspace`` (a host directory, the agent's final one) with ``task``'s tests."""
-    sandbox = Sandbox(limits, prefix=VERIFIER_PREFIX, hidden=(task.root,))
+    own = replace(limits, work_files=limits.work_files + _GRADER_FILES)
+    sandbox = Sandbox(own, prefix=VERIFIER_PREFIX, hidden=(task.root,))
     try:
+        home = sandbox.private_dir / "home"  # made first: a copy that fills the storage skips a file, never raises
+        home.mkdir()
         os.chmod(workspace, 0o755)  # as it was made: the agent may have made its mount point unreadable to the host
-        copy_tree(workspace, workspace_dir(sandbox), mounted_at=task.mount)  # no link to /tests or /logs
+        try:  # no link to /tests or /logs; no more files than the agent's storage holds where it is capped
+            copy_tree(workspace, workspace_dir(sandbox), mounted_at=task.mount, limit=limits.work_files)
+        except TooManyFilesError as exc:
+            return Verdict(0.0, {}, f"the workspace holds {exc} (the sandbox's limit): its tests were not run")
         tests = sandbox.root / "tests"  # the task's own, with the files its suite shares by link
         copy_tree(task.tests_dir, tests, follow_within=task.root, strict=True)
         logs = sandbox.run_dir / "verifier"
         logs.mkdir()
-        home = sandbox.private_dir / "home"
-        home.mkdir()
         shims = sandbox.root / "shims"
         shims.mkdir()
         for name in ("apt-get", "apt"):

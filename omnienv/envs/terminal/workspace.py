@@ -24,6 +24,7 @@ from omnienv.sandboxes.sandbox import Sandbox
 
 __all__ = [
     "SANDBOX_ENV",
+    "TooManyFilesError",
     "build_workspace",
     "copy_tree",
     "env_for",
@@ -123,6 +124,14 @@ def _run_step(
             raise RuntimeError(f"task '{task.id}': {what} exited with {code}:\n{tail}")
 
 
+class TooManyFilesError(Exception):
+    """A copy met more than its limit of entries: the tree is the agent's flood, not a workspace."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"more than {limit} files, directories and links")
+        self.limit = limit
+
+
 def copy_tree(
     source: Path,
     target: Path,
@@ -130,6 +139,7 @@ def copy_tree(
     follow_within: Path | None = None,
     strict: bool = False,
     mounted_at: str | None = None,
+    limit: int | None = None,
 ) -> None:
     """Copy ``source``'s contents into ``target``: directories, regular files and links only.
 
@@ -141,12 +151,17 @@ def copy_tree(
     task's own tests: a verifier missing a file would grade the workspace, not say the host failed).
     With ``mounted_at`` (where ``source`` is mounted in a sandbox), a link that would lead out of it
     there, anywhere but the host's read-only system (:func:`leads_out`), is not copied.
+
+    With ``limit``, meeting more entries than that (copied or skipped) stops the copy with
+    :class:`TooManyFilesError`: where the sandbox's storage could not be capped in files, an agent's
+    millions of empty files would otherwise hold the host's thread and memory for minutes.
     """
     within = follow_within.resolve() if follow_within is not None else None
     target.mkdir(parents=True, exist_ok=True)
     pending: list[tuple[str, Path, frozenset[Path]]] = [(str(source), target, frozenset())]
     made: list[tuple[str, Path]] = []  # directories copied, parents first: their times are set last
     first = True
+    seen = 0
     while pending:
         directory, copy, followed = pending.pop()
         try:
@@ -159,6 +174,9 @@ def copy_tree(
         first = False
         with entries:
             for entry in entries:
+                seen += 1
+                if limit is not None and seen > limit:
+                    raise TooManyFilesError(limit)
                 destination = copy / entry.name
                 try:
                     mode = entry.stat(follow_symlinks=False).st_mode
