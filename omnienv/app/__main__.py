@@ -29,6 +29,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--workers", type=int, default=1, help="worker processes on the one port; each session lives on one"
     )
+    parser.add_argument(
+        "--worker-stall-timeout",
+        type=float,
+        default=60.0,
+        help="seconds a worker's event loop may not answer before the server stops; 0 disables",
+    )
     parser.add_argument("--idle-timeout", type=float, default=600.0, help="seconds; 0 disables")
     parser.add_argument("--step-timeout", type=float, default=300.0, help="seconds; 0 disables")
     parser.add_argument("--log-level", default="warning")
@@ -59,6 +65,7 @@ def main(argv: list[str] | None = None) -> None:
             max_sessions=args.max_sessions,
             idle_timeout=args.idle_timeout or None,
             step_timeout=args.step_timeout or None,
+            worker_stall_timeout=args.worker_stall_timeout or None,
             agent_only=args.agent_only,
             operator_token=token,
             allow_hosts=tuple(args.allow_host),

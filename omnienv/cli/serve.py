@@ -36,6 +36,14 @@ def serve(
             "one worker, and requests naming it are routed there, on every transport"
         ),
     ] = 1,
+    worker_stall_timeout: Annotated[
+        float,
+        typer.Option(
+            help="With --workers: stop the server (exit 1) when a worker's event loop has not answered for this "
+            "long, in s, killing that worker, rather than let its sessions and its share of new connections "
+            "hang (0: never)"
+        ),
+    ] = 60.0,
     idle_timeout: Annotated[float, typer.Option(help="Close sessions idle this long, in s (0: never)")] = 600.0,
     step_timeout: Annotated[float, typer.Option(help="Fail a step running this long, in s (0: never)")] = 300.0,
     log_level: Annotated[str, typer.Option(help="uvicorn log level")] = "warning",
@@ -119,6 +127,11 @@ def serve(
         forwarded += ["--step-timeout", str(step_timeout), "--log-level", log_level]
         forwarded += ["--agent-only"] * agent_only + [f"--allow-origin={o}" for o in allow_origin or ()]
         forwarded += ["--workers", str(workers)] if workers > 1 else []
+        forwarded += (  # only when set: an image of an older omnienv knows no such option
+            ["--worker-stall-timeout", str(worker_stall_timeout)]
+            if workers > 1 and worker_stall_timeout != 60.0
+            else []
+        )
         token = (operator_token or secrets.token_urlsafe(24)) if agent_only else None
         loaded()
         if token is not None:
@@ -139,6 +152,7 @@ def serve(
             max_sessions=max_sessions,
             idle_timeout=idle_timeout or None,
             step_timeout=step_timeout or None,
+            worker_stall_timeout=worker_stall_timeout or None,
             ui=ui,
             agent_only=agent_only,
             operator_token=(operator_token or secrets.token_urlsafe(24)) if agent_only else None,

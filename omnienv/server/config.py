@@ -45,6 +45,12 @@ class ServerConfig:
     (any port), ``name:port``, or ``*``. A server bound to 0.0.0.0 needs the names clients use."""
     allow_origins: tuple[str, ...] = ()
     """Browser origins allowed besides loopback ones (``--allow-origin``): ``scheme://host[:port]`` or ``*``."""
+    worker_stall_timeout: float | None = 60.0
+    """Seconds a worker of a ``--workers N`` server may leave its event loop unanswering before
+    the supervisor kills it and stops the server (:mod:`omnienv.server.supervisor`): a wedged loop
+    would otherwise hold its sessions forever and keep taking its share of new connections. Far
+    longer than any legitimate call holds the loop (``check_env`` fails one over half a second).
+    None disables it; a single-process server has no supervisor to watch it."""
     place: WorkerPlace | None = None
     """Which worker process of a ``--workers N`` server this app runs in (set by the supervisor,
     :mod:`omnienv.server.supervisor`): its sessions get ids it owns. None: the server's only process."""
@@ -56,6 +62,11 @@ class ServerConfig:
             value = getattr(self, name)
             if value is not None and value <= 0:
                 raise ValueError(f"{name} must be > 0 seconds, or None to disable it")
+        if self.worker_stall_timeout is not None and not self.worker_stall_timeout > 0:
+            raise ValueError(
+                f"worker_stall_timeout (--worker-stall-timeout) must be > 0 seconds, got {self.worker_stall_timeout!r} "
+                "(to let a worker stall forever: None, or 0 on the command line)"
+            )
         if self.blocking_threads < 0:
             raise ValueError("blocking_threads must be >= 0 (0: up to 1024, started on demand)")
         if self.max_message_bytes < 1024:

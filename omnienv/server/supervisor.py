@@ -28,11 +28,24 @@ whose sessions silently vanish. Each worker alone holds its listening sockets, s
 server stops, a request for the lost worker's sessions gets ``WORKER_LOST`` at once and new
 connections reach the live workers, none waiting on a socket nobody accepts from. Workers die
 with the supervisor even if it is SIGKILLed (Linux's parent-death signal), so no worker outlives it.
+
+A worker that *stalls* is lost as surely as one that exits, but nothing would say so: its event
+loop wedged (a deadlocked or runaway environment call, SIGSTOP), the kernel still queues its share
+of new connections on its socket, its sessions hang and ``/health`` (answered by whichever worker
+the kernel picks) may say ok. So each worker's loop beats, one byte down the pipe it said
+"started" on, every second (more often under a short timeout), and the supervisor SIGKILLs a
+started worker it has not heard from for ``ServerConfig.worker_stall_timeout`` seconds
+(``--worker-stall-timeout``, default 60; 0 disables it) and stops the server with the same
+:class:`~omnienv.core.errors.WorkerLostError`. The beat comes from the loop itself, not a thread,
+so a loop that runs no more stops it; an environment that rightly holds the loop that long (none
+should: ``check_env`` fails a call holding it over half a second) needs a longer timeout, or
+better, its blocking work moved off the loop. A worker still starting is not timed: its ``/health``
+says ``starting`` meanwhile.
 """
 
 from __future__ import annotations
 
-import contextlib
+import asyncio
 import ctypes
 import multiprocessing
 import os
@@ -65,6 +78,10 @@ _SOCKET_PATH_BYTES = 107
 _SPREAD = sys.platform.startswith("linux") and hasattr(socket, "SO_REUSEPORT")
 """Linux spreads a port's connections over the sockets bound to it with SO_REUSEPORT (BSDs do not)."""
 _PR_SET_PDEATHSIG = 1
+BEAT_INTERVAL = 1.0
+"""Seconds between a worker's heartbeats (a quarter of the stall timeout when that is shorter)."""
+_STARTED = b"s"
+_BEAT = b"."
 
 
 class _Stop(Exception):
@@ -159,8 +176,9 @@ def serve_workers(factory: AppFactory, config: ServerConfig, sock: socket.socket
     """Serve ``factory``'s app on ``sock`` with ``workers`` processes until SIGINT or SIGTERM.
 
     ``options`` go to :func:`~omnienv.server.run.uvicorn_config` in each worker (``log_level``).
-    Raises :class:`WorkerLostError` when a worker exits on its own; every worker is stopped and
-    the private directory removed whatever happens.
+    Raises :class:`WorkerLostError` when a worker exits on its own or stalls (``config``'s
+    ``worker_stall_timeout``); every worker is stopped and the private directory removed whatever
+    happens.
     """
     check_workers(workers, config)
     token = secrets.token_urlsafe(32)
@@ -172,7 +190,9 @@ def serve_workers(factory: AppFactory, config: ServerConfig, sock: socket.socket
     public = _listeners(sock, workers)
     listeners.extend(set(public) - {sock})  # the caller's own socket stays the caller's to close
     everyone_up = context.Event()
-    started: list[Connection] = []
+    stall = config.worker_stall_timeout
+    beat = None if stall is None else min(BEAT_INTERVAL, stall / 4)
+    heard: list[Connection] = []
     previous = {sig: signal.signal(sig, _stop) for sig in _SIGNALS}
     try:
         for index in range(workers):
@@ -183,9 +203,10 @@ def serve_workers(factory: AppFactory, config: ServerConfig, sock: socket.socket
             private.listen(4096)  # requests forwarded before the worker is up wait here
             worker_config = replace(config, place=place, max_sessions=place.share(config.max_sessions))
             hears, tells = context.Pipe(duplex=False)
+            sockets = [public[index], private]
             process = context.Process(
                 target=_work,
-                args=(factory, worker_config, token, [public[index], private], host, port, options, tells, everyone_up),
+                args=(factory, worker_config, token, sockets, host, port, options, tells, everyone_up, beat),
                 name=f"omnienv-worker-{index}",
             )
             process.start()
@@ -197,42 +218,73 @@ def serve_workers(factory: AppFactory, config: ServerConfig, sock: socket.socket
             if public[index] is not sock:
                 public[index].close()
             processes.append(process)
-            started.append(hears)
-        _watch(processes, started, everyone_up)
+            heard.append(hears)
+        _watch(processes, heard, everyone_up, stall)
     except _Stop:
         pass
     finally:
         _stop_all(processes)
         for listener in listeners:
             listener.close()
-        for hears in started:
+        for hears in heard:
             hears.close()
         shutil.rmtree(directory, ignore_errors=True)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
 
 
-def _watch(processes: list[BaseProcess], started: list[Connection], everyone_up: Any) -> None:
-    """Set ``everyone_up`` once every worker has told it started; block until a worker exits, then
-    raise why (SIGINT or SIGTERM interrupt it with ``_Stop``)."""
+def _watch(processes: list[BaseProcess], pipes: list[Connection], everyone_up: Any, stall: float | None) -> None:
+    """Set ``everyone_up`` once every worker has said it started; block until a worker exits, or
+        says nothing for ``stall`` seconds once started, then raise why (SIGINT or SIGTERM interrupt it
+        with ``_Stop``). Every wake reads all that each pipe holds and checks every worker's silence, so
+    one worker's beats never hide another's."""
     by_sentinel = {process.sentinel: process for process in processes}
-    waiting = list(started)
+    by_pipe = dict(zip(pipes, processes, strict=True))
+    listening = list(pipes)
+    starting = set(processes)
+    heard: dict[BaseProcess, float] = {}  # when each started worker last said anything
     while True:
-        woke = wait([*by_sentinel, *waiting])
+        due = None if stall is None or not heard else max(0.0, min(heard.values()) + stall - time.monotonic())
+        woke = wait([*by_sentinel, *listening], due)
         ended = next((by_sentinel[item] for item in woke if isinstance(item, int)), None)
         if ended is not None:
-            break
+            raise _exited(ended)
+        now = time.monotonic()
         for item in woke:
             assert isinstance(item, Connection)
-            with contextlib.suppress(EOFError):  # EOF: it died first; its sentinel comes next
-                item.recv_bytes()
-            waiting.remove(item)
-        if not waiting:
-            everyone_up.set()
+            process = by_pipe[item]
+            said = os.read(item.fileno(), 4096)
+            if not said:  # it is exiting: its sentinel comes next (or its stall, if it hangs on the way)
+                listening.remove(item)
+                continue
+            if _STARTED in said and process in starting:
+                starting.remove(process)
+                if not starting:
+                    everyone_up.set()
+            if process not in starting:
+                heard[process] = now
+        if stall is None:
+            continue
+        quiet = next((process for process, last in heard.items() if now - last >= stall), None)
+        if quiet is not None:
+            raise _stalled(quiet, stall)
+
+
+def _stalled(quiet: BaseProcess, stall: float) -> WorkerLostError:
+    quiet.kill()  # SIGKILL: a wedged loop never acts on SIGTERM, and a stopped process never sees it
+    quiet.join()
+    return WorkerLostError(
+        f"{quiet.name} (pid {quiet.pid}) stalled: its event loop did not answer for {stall:g} s, so it was "
+        "killed (SIGKILL): the server stopped, its sessions are lost (an environment call holding the loop, or a "
+        "stopped process; --worker-stall-timeout sets how long a worker may stall, 0: no limit)"
+    )
+
+
+def _exited(ended: BaseProcess) -> WorkerLostError:
     ended.join()
     code = ended.exitcode
     how = f"signal {signal.Signals(-code).name}" if code is not None and code < 0 else f"code {code}"
-    raise WorkerLostError(
+    return WorkerLostError(
         f"{ended.name} (pid {ended.pid}) exited with {how}: the server stopped, its sessions are lost "
         "(its log above says why)"
     )
@@ -270,9 +322,10 @@ def _work(
     options: dict[str, Any],
     tells: Connection,
     everyone_up: Any,
+    beat: float | None,
 ) -> None:
-    """One worker: build the app, route it, serve it on the port and on its private socket, and
-    tell the supervisor once it serves."""
+    """One worker: build the app, route it, serve it on the port and on its private socket, tell
+    the supervisor once it serves, and then every ``beat`` seconds that its loop still runs."""
     from omnienv.server.forward import WorkerRouter
     from omnienv.server.run import Server, uvicorn_config
 
@@ -285,12 +338,29 @@ def _work(
         async def startup(self, sockets: list[socket.socket] | None = None) -> None:
             await super().startup(sockets)
             if self.started:
-                tells.send_bytes(b"started")
+                os.write(tells.fileno(), _STARTED)
+                if beat is not None:  # held: the loop keeps only a weak reference to its tasks
+                    self.beating = asyncio.get_running_loop().create_task(_beat(tells.fileno(), beat))
 
     server = Worker(uvicorn_config(router, host, port, **options))
     server.run(sockets=sockets)
     if not server.started:
         sys.exit(3)  # start-up failed; uvicorn's log says why
+
+
+async def _beat(fd: int, interval: float) -> None:
+    """Tell the supervisor, from the event loop itself, that it still runs: a wedged loop stops
+    beating. A beat the pipe has no room for (the supervisor held up for hours) is dropped: the
+    loop never waits on the supervisor."""
+    os.set_blocking(fd, False)
+    while True:
+        await asyncio.sleep(interval)
+        try:
+            os.write(fd, _BEAT)
+        except BlockingIOError:
+            continue
+        except OSError:  # the supervisor is gone; the parent-death signal follows
+            return
 
 
 def _die_with_parent() -> None:

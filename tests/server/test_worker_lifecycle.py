@@ -4,18 +4,22 @@ Health says "starting" until every worker serves; a port another server holds is
 shared; bad worker counts are refused before anything starts. Real ``--workers 2`` servers
 (tests/server/workers.py) then show that SIGTERM stops every worker and removes their private
 sockets, that a worker dying stops the server with an error (its sessions answered WORKER_LOST
-meanwhile, the live worker serving), and that no worker outlives its supervisor or its process
-group.
+meanwhile, the live worker serving), that so does a worker whose event loop stalls (killed once
+it has not answered for ``--worker-stall-timeout``) while an idle healthy one is never taken for
+stalled, and that no worker outlives its supervisor or its process group.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import os
 import shutil
 import signal
+import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,12 +28,13 @@ import pytest
 from typer.testing import CliRunner
 
 from omnienv.app import create_app
+from omnienv.app.__main__ import main as lean_main
 from omnienv.cli.main import app as cli
 from omnienv.server.forward import WorkerRouter
 from omnienv.server.supervisor import bind
 from omnienv.server.workers import WorkerPlace
 from tests.polling import eventually
-from tests.server.workers import RULE, alive, ids_on_both_workers, server
+from tests.server.workers import HOLDING, RULE, Server, alive, ids_on_both_workers, server
 
 # -- in-process --------------------------------------------------------------------------------
 
@@ -70,6 +75,8 @@ def test_a_port_another_multi_worker_server_holds_is_refused_not_shared() -> Non
 
 # -- the command line ------------------------------------------------------------------------------
 
+STALL_REFUSED = "worker_stall_timeout (--worker-stall-timeout) must be > 0 seconds"
+
 
 @pytest.mark.parametrize(
     ("options", "message"),
@@ -78,12 +85,21 @@ def test_a_port_another_multi_worker_server_holds_is_refused_not_shared() -> Non
         (["--workers", "-2"], "workers must be a whole number >= 1"),
         (["--workers", "3", "--max-sessions", "2"], "max_sessions (2) must be at least workers (3)"),
         (["--workers", "2", "--nemo-gym"], "drop --ray or --nemo-gym"),
+        (["--workers", "2", "--worker-stall-timeout", "-1"], STALL_REFUSED),
+        (["--workers", "2", "--worker-stall-timeout", "nan"], STALL_REFUSED),
     ],
 )
 def test_bad_worker_counts_are_refused_with_a_clear_error(options: list[str], message: str) -> None:
     result = CliRunner().invoke(cli, ["serve", "wordle", *options])
     assert result.exit_code == 2
     assert message in " ".join(result.output.split()), result.output
+
+
+def test_the_lean_server_refuses_a_negative_stall_timeout_too(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        lean_main(["wordle", "--workers", "2", "--worker-stall-timeout", "-1"])
+    assert exited.value.code == 2
+    assert STALL_REFUSED in capsys.readouterr().err
 
 
 # -- processes ---------------------------------------------------------------------------------
@@ -167,3 +183,48 @@ def test_no_worker_outlives_its_supervisor_or_its_process_group(short_tmp: Path)
         os.killpg(srv.proc.pid, signal.SIGKILL)
         srv.proc.wait(10)
         eventually(lambda: not any(alive(pid) for pid in pids), what="the process group gone")
+
+
+def _hold_a_workers_loop(srv: Server) -> int:
+    """Step a session into a call that holds its worker's event loop (for 10 minutes); its worker."""
+    with httpx.Client(base_url=srv.url, timeout=10) as http:
+        name = http.post("/sessions").json()["session_id"]
+        assert http.post(f"/sessions/{name}/reset", json={}).status_code == 200
+        hold = {"type": "call_tool", "tool_name": "hold", "arguments": {"seconds": 600}}
+        with contextlib.suppress(httpx.TimeoutException):  # it never answers: its worker is killed
+            http.post(f"/sessions/{name}/step", json=hold, timeout=1)
+    return RULE.owner(name)
+
+
+@pytest.mark.parametrize("how", ["SIGSTOP", "a call holding its loop"])
+def test_a_worker_that_stalls_is_killed_and_stops_the_server_with_an_error(short_tmp: Path, how: str) -> None:
+    with server("--worker-stall-timeout", "2", env={**os.environ, "TMPDIR": str(short_tmp)}, serving=HOLDING) as srv:
+        pids = srv.workers()
+        try:
+            if how == "SIGSTOP":
+                stalled = 1
+                os.kill(pids[stalled], signal.SIGSTOP)
+            else:
+                stalled = _hold_a_workers_loop(srv)
+            began = time.monotonic()
+            assert srv.proc.wait(30) == 1
+            assert time.monotonic() - began < 15, "2 s to notice, then the live worker's graceful stop"
+        finally:  # nothing left stopped or wedged, even when the supervisor failed to act
+            for pid in pids.values():
+                if alive(pid):
+                    os.kill(pid, signal.SIGKILL)
+        log = " ".join(srv.log.read_text().split())
+        said = f"omnienv-worker-{stalled} (pid {pids[stalled]}) stalled: its event loop did not answer for 2 s"
+        assert said in log and "--worker-stall-timeout" in log, log
+        assert not any(alive(pid) for pid in pids.values())
+        with pytest.raises(httpx.ConnectError):
+            httpx.get(f"{srv.url}/health", timeout=5)
+        assert not [p for p in short_tmp.iterdir() if p.name.startswith("omnienv-workers-")]
+
+
+def test_an_idle_healthy_server_is_never_taken_for_stalled() -> None:
+    with server("--worker-stall-timeout", "1.5") as srv:
+        pids = srv.workers()
+        with pytest.raises(subprocess.TimeoutExpired):
+            srv.proc.wait(5)  # over three stall timeouts with nothing to do
+        assert srv.workers() == pids

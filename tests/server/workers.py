@@ -13,6 +13,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -21,6 +22,8 @@ from typing import Any
 
 import httpx
 
+from omnienv.core import ToolResult, tool
+from omnienv.envs.echo import Echo
 from omnienv.server.workers import WorkerPlace
 from tests.polling import eventually
 
@@ -28,6 +31,26 @@ OMNIENV = str(Path(sys.executable).with_name("omnienv"))
 RULE = WorkerPlace(0, 2, "")
 """The routing rule as every worker computes it: ``RULE.owner(name)``."""
 TOKEN = "operator-secret"
+
+
+class Holding(Echo):
+    """Echo with a tool that holds its worker's event loop (a sync call with ``blocking = False``
+    runs on it), as a deadlocked or runaway environment call would; served as ``HOLDING``."""
+
+    name = "holding"
+
+    @tool
+    def hold(self, seconds: float) -> ToolResult:
+        """Hold the event loop.
+
+        Args:
+            seconds: How long.
+        """
+        time.sleep(seconds)
+        return ToolResult.of("held")
+
+
+HOLDING = f"{__name__}:Holding"
 
 
 @dataclass
@@ -63,12 +86,15 @@ class Server:
 
 
 @contextmanager
-def server(*options: str, env: dict[str, str] | None = None, lean: bool = False) -> Iterator[Server]:
-    """``omnienv serve wordle --workers 2`` (``lean``: ``python -m omnienv.app``) on a port of its
-    choosing, which it prints; killed with its process group at the end."""
+def server(
+    *options: str, env: dict[str, str] | None = None, lean: bool = False, serving: str = "wordle"
+) -> Iterator[Server]:
+    """``omnienv serve wordle --workers 2`` (``lean``: ``python -m omnienv.app``; ``serving``:
+    another environment) on a port of its choosing, which it prints; killed with its process
+    group at the end."""
     log = Path(os.environ.get("TMPDIR", "/tmp")) / f"omnienv-workers-test-{os.getpid()}-{id(options)}.log"
     command = [sys.executable, "-m", "omnienv.app"] if lean else [OMNIENV, "serve", "--no-ui"]
-    command += ["wordle", "--workers", "2", "--port", "0", *options]
+    command += [serving, "--workers", "2", "--port", "0", *options]
     with open(log, "wb") as out:
         proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, env=env)
     try:
