@@ -235,8 +235,8 @@ def serve_workers(factory: AppFactory, config: ServerConfig, sock: socket.socket
 
 def _watch(processes: list[BaseProcess], pipes: list[Connection], everyone_up: Any, stall: float | None) -> None:
     """Set ``everyone_up`` once every worker has said it started; block until a worker exits, or
-        says nothing for ``stall`` seconds once started, then raise why (SIGINT or SIGTERM interrupt it
-        with ``_Stop``). Every wake reads all that each pipe holds and checks every worker's silence, so
+    says nothing for ``stall`` seconds once started, then raise why (SIGINT or SIGTERM interrupt it
+    with ``_Stop``). Every wake reads all that each pipe holds and checks every worker's silence, so
     one worker's beats never hide another's."""
     by_sentinel = {process.sentinel: process for process in processes}
     by_pipe = dict(zip(pipes, processes, strict=True))
