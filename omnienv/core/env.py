@@ -216,8 +216,10 @@ class EnvironmentBase:
     @classmethod
     def step_seconds(cls) -> float | None:
         """The longest a step may rightly take, in seconds, where the agent sets it (a command's own
-        timeout) or a grader takes it (a verifier's): a server's step deadline is never shorter, or
-        the agent could void a losing episode by outlasting it. None: the server's deadline alone."""
+        timeout) or a grader takes it (a verifier's), or a reset (a task's build): a server's step
+        deadline, which bounds resets too, is never shorter, or the agent could void a losing
+        episode by outlasting it (and a slow task would fail every reset). None: the server's
+        deadline alone."""
         return None
 
     @classmethod

@@ -423,6 +423,8 @@ def test_a_served_command_may_outlast_the_servers_step_deadline_within_its_own_t
     verifier may run longer still: a step cut by the deadline would void the agent's episode."""
     task = make_task(tmp_path)
     assert harbor_environment(task).step_seconds() >= 600 + 20
+    slow_build = make_task(tmp_path / "slow", toml_extra="[environment]\nbuild_timeout_sec = 5000\n")
+    assert harbor_environment(slow_build).step_seconds() >= 5000, "a reset builds the task under the same deadline"
     url, _ = serve(str(task), step_timeout=1.0)
     client = WebSocketClient.connect(url)
     try:

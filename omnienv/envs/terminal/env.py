@@ -109,9 +109,12 @@ class Terminal(Environment):
     @classmethod
     def step_seconds(cls) -> float:
         """A command at its longest timeout, then the slowest verifier (the turn that ends an episode
-        grades it), and minutes more to restart the shell and copy the workspace."""
-        slowest = max((task.verifier_timeout for task in cls.harbor_tasks().values()), default=0.0)
-        return MAX_TIMEOUT_S + slowest + 300.0
+        grades it), or the slowest build (a reset runs it), and minutes more to restart the shell
+        and copy the workspace."""
+        tasks = cls.harbor_tasks().values()
+        verifier = max((task.verifier_timeout for task in tasks), default=0.0)
+        build = max((task.build_timeout for task in tasks), default=0.0)
+        return max(MAX_TIMEOUT_S + verifier, build) + 300.0
 
     @classmethod
     def tasks(cls, split: str) -> tuple[Task, ...]:
