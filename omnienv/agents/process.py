@@ -5,7 +5,10 @@ retrying HTTP client), so it runs in a new session (its own process group): when
 done, whatever it left behind is killed with it, whether it exited, ran out of time, or the run was
 interrupted. A child that left the group (``setsid``, a daemon's double fork) is found by the
 variable every harness process starts with, ``OMNIENV_HARNESS_RUN``, a secret of the episode's,
-and killed too; only one that also cleared its environment is out of reach. What the harness
+and killed too. Where the machine gives cgroups (:mod:`omnienv.sandboxes.cgroups`: a server run
+as root, or a delegated subtree), the harness also starts in a cgroup of its own, which every
+process it forks inherits whatever it does to its group or its environment, and the cgroup is
+emptied and removed at the end. What the harness
 prints (stdout and stderr together) goes to ``harness.log`` up to ``LOG_LIMIT`` bytes, then only
 its last ``LOG_TAIL`` bytes, so a harness that floods its output fills no disk.
 It ends in one of three ways, each the agent's own outcome:
@@ -30,6 +33,7 @@ from typing import BinaryIO
 
 from omnienv.agents.harness import Launch
 from omnienv.core.threads import to_blocking_thread
+from omnienv.sandboxes.cgroups import Cgroup, probe
 
 __all__ = ["Finished", "run_process"]
 
@@ -92,6 +96,8 @@ async def run_process(
             return Finished("not_started", None, time.perf_counter() - started, log, f"{type(exc).__name__}: {exc}")
         finally:
             os.close(write_end)
+        # Joined as it starts, long before the harness could fork: it acts only on its model's answers.
+        cgroup = await to_blocking_thread(_join_cgroup, process.pid)
         feeding = asyncio.create_task(_feed(process, launch.stdin))
         logging = asyncio.create_task(_log(pipe, output))
         try:
@@ -99,6 +105,8 @@ async def run_process(
         finally:
             await _reap(process)
             await to_blocking_thread(_sweep, f"{MARK}={mark}".encode())
+            if cgroup is not None:  # what left the group and cleared its environment too
+                await to_blocking_thread(cgroup.remove)
             await asyncio.wait({logging}, timeout=TERM_S)  # every writer is dead: the pipe ends at once
             for task in (feeding, logging):
                 task.cancel()
@@ -181,6 +189,20 @@ def _environ(pid: str) -> list[bytes]:
             return environ.read().split(b"\0")
     except OSError:  # gone, or not ours
         return []
+
+
+def _join_cgroup(pid: int) -> Cgroup | None:
+    """A cgroup of the harness's own, with ``pid`` in it; None where the machine gives none."""
+    support = probe()
+    if not support.parents:
+        return None
+    cgroup = Cgroup(support, f"harness-{secrets.token_hex(8)}")
+    try:
+        cgroup.add(pid)
+    except OSError:  # it exited already; the process group and the sweep cover the rest
+        cgroup.remove()
+        return None
+    return cgroup
 
 
 def _sweep(mark: bytes) -> None:
