@@ -102,19 +102,27 @@ print(json.dumps(tried))
         assert tried.pop("own") == 200 and set(tried.values()) == {404}, tried
 
 
-def test_a_daemon_the_harness_started_dies_with_its_episode(tmp_path: Path, model: str) -> None:
+KEEPS_ITS_ENVIRONMENT = 'os.execvp("sleep", ["sleep", "300"])'
+CLEARS_ITS_ENVIRONMENT = 'os.execve("/bin/sleep", ["sleep", "300"], {})'
+
+
+@pytest.mark.parametrize("exec_line", [KEEPS_ITS_ENVIRONMENT, CLEARS_ITS_ENVIRONMENT])
+def test_a_daemon_the_harness_started_dies_with_its_episode(tmp_path: Path, model: str, exec_line: str) -> None:
     """A double fork with ``setsid`` leaves the harness's process group, which was all the runner
-    killed: the daemon outlived its episode."""
-    program = """
+    killed: the daemon outlived its episode. One that also clears its environment loses the
+    episode's secret variable too, but not the harness's cgroup, which every fork inherits."""
+    program = f"""
 import time
 post(os.environ["OPENAI_BASE_URL"], "own")
 if os.fork() == 0:
     os.setsid()
     if os.fork() == 0:
+        with open("daemon.cgroup", "w") as f:
+            f.write(open("/proc/self/cgroup").read())
         with open("daemon.pid.part", "w") as f:
             f.write(str(os.getpid()))
         os.rename("daemon.pid.part", "daemon.pid")
-        os.execvp("sleep", ["sleep", "300"])
+        {exec_line}
     os._exit(0)
 deadline = time.monotonic() + 30
 while not os.path.exists("daemon.pid") and time.monotonic() < deadline:
@@ -126,6 +134,10 @@ while not os.path.exists("daemon.pid") and time.monotonic() < deadline:
         (item,) = run.episodes
         assert item.harness["stopped"] == "exited" and item.episode.failure is None
         eventually(lambda: not running_process(pid), 10, f"the daemon {pid} killed")
+        joined = (tmp_path / "work" / "episode-0" / "daemon.cgroup").read_text()
+        names = {line.rsplit("/", 1)[-1] for line in joined.splitlines()}
+        assert any(name.startswith("harness-") for name in names), joined  # it ran in the harness's cgroup
+        assert not [d for parent in probe().parents.values() for d in parent.iterdir() if d.name in names]
     finally:
         if running_process(pid):
             os.kill(pid, signal.SIGKILL)
@@ -238,38 +250,3 @@ print(json.dumps(asked))
     assert [call.request["messages"][0]["content"] for call in item.record.calls] == ["during"]
     log = (tmp_path / "work" / "episode-0" / "harness.log").read_text()
     assert json.loads(log.splitlines()[-1]) == [200, 404, 404, 404], log
-
-
-def test_a_daemon_that_also_clears_its_environment_dies_with_its_episode(tmp_path: Path, model: str) -> None:
-    """Out of the harness's process group and without its secret variable, the daemon is still in
-    the harness's cgroup, which every fork inherits."""
-    program = """
-import time
-post(os.environ["OPENAI_BASE_URL"], "own")
-if os.fork() == 0:
-    os.setsid()
-    if os.fork() == 0:
-        with open("daemon.cgroup", "w") as f:
-            f.write(open("/proc/self/cgroup").read())
-        with open("daemon.pid.part", "w") as f:
-            f.write(str(os.getpid()))
-        os.rename("daemon.pid.part", "daemon.pid")
-        os.execve("/bin/sleep", ["sleep", "300"], {})
-    os._exit(0)
-deadline = time.monotonic() + 30
-while not os.path.exists("daemon.pid") and time.monotonic() < deadline:
-    time.sleep(0.01)
-"""
-    run = play(tmp_path, model, program)
-    pid = int((tmp_path / "work" / "episode-0" / "daemon.pid").read_text())
-    try:
-        (item,) = run.episodes
-        assert item.harness["stopped"] == "exited" and item.episode.failure is None
-        eventually(lambda: not running_process(pid), 10, f"the daemon {pid} killed")
-        joined = (tmp_path / "work" / "episode-0" / "daemon.cgroup").read_text()
-        names = {line.rsplit("/", 1)[-1] for line in joined.splitlines()}
-        assert any(name.startswith("harness-") for name in names), joined  # it ran in the harness's cgroup
-        assert not [d for parent in probe().parents.values() for d in parent.iterdir() if d.name in names]
-    finally:
-        if running_process(pid):
-            os.kill(pid, signal.SIGKILL)
