@@ -8,7 +8,6 @@ of a reward moved.
 from __future__ import annotations
 
 import inspect
-import math
 import numbers
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -66,10 +65,13 @@ class Rubric:
 
 def _finite(name: str, value: Any) -> float:
     """A reward function's value as a float; NaN or an infinity is refused (the environment then
-    fails the episode instead of scoring it with a number that poisons every mean it enters)."""
-    if not isinstance(value, numbers.Real):
-        raise TypeError(f"reward function '{name}' returned {type(value).__name__} {value!r:.100}: return a float")
+    fails the episode instead of scoring it with a number that poisons every mean it enters).
+    A float or an int skips the ``numbers.Real`` check: an ABC's isinstance costs half a
+    microsecond, a quarter of Wordle's whole rubric."""
+    kind = type(value)
+    if kind is not float and kind is not int and not isinstance(value, numbers.Real):
+        raise TypeError(f"reward function '{name}' returned {kind.__name__} {value!r:.100}: return a float")
     number = float(value)
-    if not math.isfinite(number):
+    if number - number:  # NaN or an infinity: x - x is 0 for every finite number
         raise ValueError(f"reward function '{name}' returned {value!r:.100}, not a finite number")
     return number
