@@ -356,6 +356,9 @@ def check_env(env_class: type[EnvironmentBase], *, strings: list[str] | None = N
     async def run() -> CheckReport:
         import jsonschema  # noqa: F401  # imported before the watch starts: its import is not the env's
 
+        for spec in env_class.tools.values():  # omnienv's own one-time work, built lazily at a first wrong call
+            if spec.declared and spec.arguments_model is None:
+                spec._build_model()
         longest = [0.0]
         watch = asyncio.create_task(watch_the_loop(longest))
         collecting = gc.isenabled()

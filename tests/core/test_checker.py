@@ -180,3 +180,32 @@ def test_an_async_tool_that_blocks_the_event_loop_is_caught() -> None:
             return "waited"
 
     assert "held the event loop for 0.7 s" in failed(check_env(Sleepy))["calls_leave_the_event_loop_free"]
+
+
+def test_omnienvs_own_first_time_work_is_not_blamed_on_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tool's argument model is built at its first wrong call, and building the first imports
+    pydantic (0.1 s here, over 0.5 s on a loaded machine): that is omnienv's, done before the watch."""
+    from omnienv.core import tools
+
+    build = tools._arguments_model
+
+    def slow_build(*args: object) -> object:
+        time.sleep(0.7)
+        return build(*args)  # type: ignore[arg-type]
+
+    class Counted(Echo):
+        name = "counted"
+
+        @tool
+        def count(self, times: int, word: str = "a") -> str:
+            """Say a word a number of times.
+
+            Args:
+                times: How many times.
+                word: The word.
+            """
+            return word * max(0, min(times, 10))
+
+    monkeypatch.setattr(tools, "_arguments_model", slow_build)
+    report = check_env(Counted)
+    assert report.ok, failed(report)
