@@ -17,6 +17,8 @@ from urllib.parse import urlsplit
 import aiohttp
 from yarl import URL
 
+from omnienv.protocol.codec import MAX_ANSWER_BYTES
+
 __all__ = [
     "HEAD_LINE_BYTES",
     "MALFORMED",
@@ -41,10 +43,6 @@ MALFORMED = (aiohttp.ClientResponseError, aiohttp.ClientPayloadError)
 UNREACHABLE = (aiohttp.ClientError, *TIMED_OUT)
 """What a failed exchange with the upstream raises: it could not be reached, broke off, timed out or
 sent what the proxy cannot read (:data:`MALFORMED`)."""
-MAX_ANSWER_BYTES = 64 * 1024 * 1024
-"""The largest whole answer the proxy reads (streams are passed on as they come): far above any
-reply with token ids and log-probabilities, far below what would take the machine's memory
-(``omnienv.rollout.llm`` has the same limit)."""
 HEAD_LINE_BYTES = 65_536
 """The longest status or header line of an answer that the proxy reads (aiohttp's default is 8,190)."""
 
@@ -63,7 +61,8 @@ class Answer:
         self.headers: tuple[tuple[bytes, bytes], ...] = response.raw_headers
 
     async def aread(self) -> bytes:
-        """The whole body; :data:`AnswerTooLarge` when it is (or says it will be) over :data:`MAX_ANSWER_BYTES`."""
+        """The whole body; :data:`AnswerTooLarge` when it is (or says it will be) over :data:`MAX_ANSWER_BYTES`
+        (a stream is not read whole: it is passed on as it comes)."""
         length = self._response.content_length
         if length is not None and length > MAX_ANSWER_BYTES:
             raise AnswerTooLarge(f"the answer announced {length:,} bytes, over the {MAX_ANSWER_BYTES:,}-byte limit")

@@ -9,9 +9,13 @@ import orjson
 from omnienv.core.errors import InvalidJSONError, MessageTooLargeError, MessageValidationError
 from omnienv.core.text import valid_text
 
-__all__ = ["DEFAULT_MAX_MESSAGE_BYTES", "decode", "encode"]
+__all__ = ["DEFAULT_MAX_MESSAGE_BYTES", "MAX_ANSWER_BYTES", "decode", "encode"]
 
 DEFAULT_MAX_MESSAGE_BYTES = 8 * 1024 * 1024
+MAX_ANSWER_BYTES = 64 * 1024 * 1024
+"""The largest answer omnienv reads from a model server (a policy's client and the capture proxy
+alike): far above any reply with token ids and log-probabilities, far below what would take a
+machine's memory."""
 _dumps = orjson.dumps
 
 

@@ -36,6 +36,7 @@ import openai
 
 from omnienv.core import ActionError, Block, ImageBlock, OmniEnvError, TextBlock, ToolCall, ToolSpec
 from omnienv.core.text_actions import TextActions, render_tools_prompt
+from omnienv.protocol.codec import MAX_ANSWER_BYTES
 from omnienv.rollout.policy import EndEpisode
 from omnienv.rollout.trajectory import Episode, valid_text
 
@@ -47,9 +48,6 @@ __all__ = ["MAX_ANSWER_BYTES", "ChatPolicy", "ModelError"]
 
 Mode = Literal["chat", "responses", "text"]
 
-MAX_ANSWER_BYTES = 64 * 1024 * 1024
-"""The largest answer read from the model server: far above any reply with token ids and
-log-probabilities, far below what would take a machine's memory (the capture proxy has the same)."""
 ERROR_CHARS = 500
 """How much of a server's error text a failure message quotes: enough to see why, never a whole body."""
 _FINISHED = frozenset({"stop", "tool_calls", "length", "function_call", None})
