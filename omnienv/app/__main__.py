@@ -15,7 +15,7 @@ from functools import partial
 from omnienv.app import create_app
 from omnienv.core.errors import WorkerLostError
 from omnienv.core.registry import load_environment
-from omnienv.server.config import ServerConfig
+from omnienv.server.config import IDLE_TIMEOUT, MAX_SESSIONS, STEP_TIMEOUT, WORKER_STALL_TIMEOUT, ServerConfig
 from omnienv.server.origins import WILDCARDS
 from omnienv.server.run import serve
 
@@ -25,18 +25,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("env", help="environment name or 'package.module:Class'")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
-    parser.add_argument("--max-sessions", type=int, default=16_384, help="all workers together")
+    parser.add_argument("--max-sessions", type=int, default=MAX_SESSIONS, help="all workers together")
     parser.add_argument(
         "--workers", type=int, default=1, help="worker processes on the one port; each session lives on one"
     )
     parser.add_argument(
         "--worker-stall-timeout",
         type=float,
-        default=60.0,
+        default=WORKER_STALL_TIMEOUT,
         help="seconds a worker's event loop may not answer before the server stops; 0 disables",
     )
-    parser.add_argument("--idle-timeout", type=float, default=600.0, help="seconds; 0 disables")
-    parser.add_argument("--step-timeout", type=float, default=300.0, help="seconds; 0 disables")
+    parser.add_argument("--idle-timeout", type=float, default=IDLE_TIMEOUT, help="seconds; 0 disables")
+    parser.add_argument("--step-timeout", type=float, default=STEP_TIMEOUT, help="seconds; 0 disables")
     parser.add_argument("--log-level", default="warning")
     parser.add_argument(
         "--agent-only",

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from omnienv.cli.common import console, env_class, errors, fail, loaded
+from omnienv.server.config import IDLE_TIMEOUT, MAX_SESSIONS, STEP_TIMEOUT, WORKER_STALL_TIMEOUT
 
 if TYPE_CHECKING:
     from omnienv.server import ServerConfig
@@ -28,7 +29,7 @@ def serve(
     port: Annotated[int, typer.Option(help="TCP port")] = 8000,
     max_sessions: Annotated[
         int, typer.Option(help="Sessions open at once, all workers together (each holds its share); more are refused")
-    ] = 16_384,
+    ] = MAX_SESSIONS,
     workers: Annotated[
         int,
         typer.Option(
@@ -43,9 +44,9 @@ def serve(
             "long, in s, killing that worker, rather than let its sessions and its share of new connections "
             "hang (0: never)"
         ),
-    ] = 60.0,
-    idle_timeout: Annotated[float, typer.Option(help="Close sessions idle this long, in s (0: never)")] = 600.0,
-    step_timeout: Annotated[float, typer.Option(help="Fail a step running this long, in s (0: never)")] = 300.0,
+    ] = WORKER_STALL_TIMEOUT,
+    idle_timeout: Annotated[float, typer.Option(help="Close sessions idle this long, in s (0: never)")] = IDLE_TIMEOUT,
+    step_timeout: Annotated[float, typer.Option(help="Fail a step running this long, in s (0: never)")] = STEP_TIMEOUT,
     log_level: Annotated[str, typer.Option(help="uvicorn log level")] = "warning",
     ui: Annotated[bool, typer.Option("--ui/--no-ui", help="Serve the play page at /ui")] = True,
     ray: Annotated[
@@ -129,7 +130,7 @@ def serve(
         forwarded += ["--workers", str(workers)] if workers > 1 else []
         forwarded += (  # only when set: an image of an older omnienv knows no such option
             ["--worker-stall-timeout", str(worker_stall_timeout)]
-            if workers > 1 and worker_stall_timeout != 60.0
+            if workers > 1 and worker_stall_timeout != WORKER_STALL_TIMEOUT
             else []
         )
         token = (operator_token or secrets.token_urlsafe(24)) if agent_only else None

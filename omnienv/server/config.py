@@ -8,7 +8,13 @@ from omnienv.protocol.codec import DEFAULT_MAX_MESSAGE_BYTES
 from omnienv.server.origins import check_allowed
 from omnienv.server.workers import WorkerPlace
 
-__all__ = ["ServerConfig"]
+__all__ = ["IDLE_TIMEOUT", "MAX_SESSIONS", "STEP_TIMEOUT", "WORKER_STALL_TIMEOUT", "ServerConfig"]
+
+# The defaults, named once: ``omnienv serve`` and ``python -m omnienv.app`` offer the same ones.
+MAX_SESSIONS = 16_384
+IDLE_TIMEOUT = 600.0
+STEP_TIMEOUT = 300.0
+WORKER_STALL_TIMEOUT = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,9 +26,9 @@ class ServerConfig:
     failed episode. ``None`` disables either. WebSocket pings find half-open connections.
     """
 
-    max_sessions: int = 16_384
-    idle_timeout: float | None = 600.0
-    step_timeout: float | None = 300.0
+    max_sessions: int = MAX_SESSIONS
+    idle_timeout: float | None = IDLE_TIMEOUT
+    step_timeout: float | None = STEP_TIMEOUT
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     blocking_threads: int = 0
     """Threads for blocking environments' calls, shared by all sessions and started on demand: at
@@ -45,7 +51,7 @@ class ServerConfig:
     (any port), ``name:port``, or ``*``. A server bound to 0.0.0.0 needs the names clients use."""
     allow_origins: tuple[str, ...] = ()
     """Browser origins allowed besides loopback ones (``--allow-origin``): ``scheme://host[:port]`` or ``*``."""
-    worker_stall_timeout: float | None = 60.0
+    worker_stall_timeout: float | None = WORKER_STALL_TIMEOUT
     """Seconds a worker of a ``--workers N`` server may leave its event loop unanswering before
     the supervisor kills it and stops the server (:mod:`omnienv.server.supervisor`): a wedged loop
     would otherwise hold its sessions forever and keep taking its share of new connections. Far
