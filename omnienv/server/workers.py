@@ -19,8 +19,10 @@ The names a request can carry, one line each in :func:`session_name`: ``/session
 agent-only mode: :func:`query_session_id`), ``mcp-session-id`` (the MCP transport),
 ``X-Session-ID`` (ORS), the session id signed into NeMo Gym's cookie for this environment
 (:func:`nemo_gym_cookie`), and ``params.session_id`` of OpenEnv's JSON-RPC on ``/mcp`` (the only
-one read from a body). Each carrier is parsed as the route reading it parses it (the first of a
-repeated ``session_id`` or header, the last of a repeated cookie).
+one read from a body). Each carrier is read only on the paths whose route reads it (an
+``X-Session-ID`` on ``/mcp`` or an ``mcp-session-id`` on an ORS route is not what that route
+looks up, so it routes nothing), and parsed as that route parses it (the first of a repeated
+``session_id`` or header, the last of a repeated cookie).
 """
 
 from __future__ import annotations
@@ -131,17 +133,21 @@ def session_name(scope: dict[str, Any], cookie: str) -> tuple[str | None, bool]:
     path = scope["path"]
     if "sessions/" in path and (match := _SESSION_PATH.match(path)) is not None:
         return match.group(1), False
+    # Only the carriers this path's route reads: a client that keeps one transport's header on
+    # its requests to another (one HTTP client for MCP and ORS) still reaches the session it names.
+    mcp = path == "/mcp"
+    header = _MCP_SESSION if mcp else _ORS_SESSION
     cookies: list[bytes] = []
     for key, value in scope["headers"]:
-        if key == _MCP_SESSION or key == _ORS_SESSION:
+        if key == header and path != "/ws":
             return value.decode("latin-1").strip(), False
         if key == _COOKIE:
             cookies.append(value)
     if (name := query_session_id(scope)) is not None:
         return name, False
-    if cookies and (name := _cookie_session(cookies, cookie)) is not None:
+    if cookies and not mcp and (name := _cookie_session(cookies, cookie)) is not None:
         return name, False
-    return None, scope["type"] == "http" and path == "/mcp" and scope.get("method") == "POST"
+    return None, mcp and scope["type"] == "http" and scope.get("method") == "POST"
 
 
 def query_session_id(scope: dict[str, Any]) -> str | None:

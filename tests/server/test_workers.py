@@ -72,6 +72,12 @@ def test_the_rule_names_one_owner_for_every_carrier_and_minted_ids_stay_home() -
     assert name(scope("/guess", cookie=f"omnienv___counter={other}; omnienv___wordle={cookie}")) == ("abc", False)
     assert name(scope("/sessions", method="POST")) == (None, False)
     assert name(scope("/mcp", method="POST")) == (None, True)
+    # A carrier counts only where its route reads it: another transport's header is ignored.
+    assert name(scope("/wordle/call", mcp_session_id="zzz-1", x_session_id="abc", method="POST")) == ("abc", False)
+    assert name(scope("/mcp", x_session_id="zzz", mcp_session_id="abc-1", method="POST")) == ("abc-1", False)
+    assert name(scope("/mcp", x_session_id="zzz", method="POST")) == (None, True)
+    assert name(scope("/ws", b"session_id=abc", x_session_id="zzz", mcp_session_id="zzz-1")) == ("abc", False)
+    assert name(scope("/mcp", cookie=f"omnienv___wordle={cookie}", method="POST")) == (None, True)
     assert rpc_session_name(b'{"jsonrpc": "2.0", "method": "tools/call", "params": {"session_id": "abc"}}') == "abc"
     assert rpc_session_name(b"[1]") is None and rpc_session_name(b"{oops") is None
 
@@ -262,6 +268,29 @@ def test_ors_sessions_named_by_x_session_id_reach_the_worker_that_minted_them(tw
             two.note(sid, http.post("/ping", headers=headers).headers)
             two.note(sid, http.post("/delete", headers=headers).headers)
             assert http.post("/ping", headers=headers).status_code == 410
+    check_owners(two, names)
+
+
+def test_a_stray_header_of_another_transport_does_not_misroute_a_request(two: Server) -> None:
+    """One HTTP client for MCP and ORS keeps its ``mcp-session-id`` on its ORS requests: each is
+    still served by the owner of the session its own route reads (``X-Session-ID``)."""
+    with two.client() as http:
+
+        def make() -> str:
+            minted = http.post("/create_session")
+            sid = sse_events(minted)[0][1].strip()
+            created = http.post("/create", json={"split": "test", "index": 3}, headers={"X-Session-ID": sid})
+            assert created.status_code == 200, created.text
+            two.note(sid, created.headers)
+            return sid
+
+        names = ids_on_both_workers(make)
+        for sid in names:
+            stray = next(f"{n:032x}-0" for n in range(1000) if RULE.owner(f"{n:032x}-0") != RULE.owner(sid))
+            headers = {"mcp-session-id": stray, "X-Session-ID": sid}
+            reply = http.post("/wordle/call", json={"name": "guess", "input": {"word": "crane"}}, headers=headers)
+            two.note(sid, reply.headers)
+            assert orjson.loads(sse_events(reply)[-1][1])["ok"] is True, reply.text
     check_owners(two, names)
 
 
