@@ -22,6 +22,7 @@ from omnienv.core.env import EnvironmentBase
 from omnienv.core.errors import EpisodeOverError, NotResetError, OmniEnvError
 from omnienv.core.loop_watch import HELD_LIMIT, Yielding, watch_the_loop
 from omnienv.core.sampling import sample_arguments
+from omnienv.core.split_check import splits_are_disjoint
 from omnienv.core.tasks import Task
 from omnienv.core.types import Observation, State, StepResult, ToolCall
 
@@ -229,7 +230,7 @@ def tasks_are_stable(env_class: type[EnvironmentBase]) -> str | None:
     workers rely on (each reads the tasks itself, and a task id must name the same task in all)."""
     found = 0
     for split in env_class.splits:
-        tasks = list(env_class.tasks(split))
+        tasks = env_class.task_index().split(split)  # the copy every reset reads, and the other checks
         if _task_keys(tasks) != _task_keys(env_class.tasks(split)):
             return f"tasks('{split}') gave different tasks on a second call: build them from a fixed seed"
         ids: set[str] = set()
@@ -330,7 +331,7 @@ async def prompt_hides_the_answer(env_class: type[EnvironmentBase]) -> str | Non
 
 async def _in_process(env_class: type[EnvironmentBase]) -> list[CheckResult]:
     results = []
-    for check in (tasks_are_stable, prompt_hides_the_answer):
+    for check in (tasks_are_stable, splits_are_disjoint, prompt_hides_the_answer):
         try:
             outcome = check(env_class)
             message = await outcome if inspect.isawaitable(outcome) else outcome
@@ -343,8 +344,8 @@ async def _in_process(env_class: type[EnvironmentBase]) -> list[CheckResult]:
 def check_env(env_class: type[EnvironmentBase], *, strings: list[str] | None = None) -> CheckReport:
     """Check an environment class in-process: the checks :func:`acheck_env` runs over the wire,
     the answer-leak check, and what only the class shows (:func:`tasks_are_stable`,
-    :func:`prompt_hides_the_answer`). Text arguments come from ``strings``, else from the class's
-    own :meth:`~EnvironmentBase.random_strings`."""
+    :func:`~omnienv.core.split_check.splits_are_disjoint`, :func:`prompt_hides_the_answer`). Text
+    arguments come from ``strings``, else from the class's own :meth:`~EnvironmentBase.random_strings`."""
     if strings is None:
         vocabulary = env_class.random_strings()
         strings = list(vocabulary) if vocabulary is not None else None

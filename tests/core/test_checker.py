@@ -209,3 +209,81 @@ def test_omnienvs_own_first_time_work_is_not_blamed_on_the_environment(monkeypat
     monkeypatch.setattr(tools, "_arguments_model", slow_build)
     report = check_env(Counted)
     assert report.ok, failed(report)
+
+
+class TwoSplits(Riddle):
+    """A riddle with a train and a test split."""
+
+    splits = ("train", "test")
+    listed: dict[str, list[Task]] = {  # noqa: RUF012 - read-only task lists
+        "train": [Task("train/0", "train", answer="pumpkin"), Task("train/1", "train", answer={"a": [1, 2]})],
+        "test": [Task("test/0", "test", answer="lantern"), Task("test/1", "test", answer="")],
+    }
+
+    @classmethod
+    def tasks(cls, split: str) -> list[Task]:
+        return cls.listed[split]
+
+
+def test_disjoint_splits_pass() -> None:
+    """No id, and no answer to the same data, in two splits; an answer to other data (a number two
+    questions share) or one of a few options (several tasks of a split have it) is no leak."""
+
+    class Disjoint(TwoSplits):
+        listed = {  # noqa: RUF012
+            "train": [
+                *TwoSplits.listed["train"],
+                Task("train/2", "train", answer=""),
+                Task("train/3", "train", {"q": "2 + 2"}, answer=4),
+                Task("train/4", "train", answer="door"),
+                Task("train/5", "train", answer="door"),
+            ],
+            "test": [
+                *TwoSplits.listed["test"],
+                Task("test/2", "test"),
+                Task("test/3", "test", answer={"a": [1]}),
+                Task("test/4", "test", {"q": "2 * 2"}, answer=4),
+                Task("test/5", "test", answer="door"),
+            ],
+        }
+
+    report = check_env(Disjoint)
+    assert report.ok, failed(report)
+    assert "splits_are_disjoint" in [r.name for r in report.results]
+
+
+def test_a_task_that_says_another_split_is_caught() -> None:
+    class Misfiled(TwoSplits):
+        listed = {"train": TwoSplits.listed["train"], "test": [Task("test/0", "train", answer="lantern")]}  # noqa: RUF012
+
+    message = failed(check_env(Misfiled))["splits_are_disjoint"]
+    assert "'test/0' is listed in 'test' but says split='train'" in message
+    assert "set each Task's split to the split whose tasks() returns it" in message
+
+
+def test_a_task_id_in_two_splits_is_caught() -> None:
+    class Shared(TwoSplits):
+        listed = {  # noqa: RUF012
+            "train": [Task(f"q{i}", "train", answer=f"a{i}") for i in range(5)],
+            "test": [Task(f"q{i}", "test", answer=f"b{i}") for i in range(5)],
+        }
+
+    message = failed(check_env(Shared))["splits_are_disjoint"]
+    assert message.startswith("5 task ids in two splits ('q0' is in train and test, 'q1' is in train and test, ")
+    assert "and 2 more): list each task in one split only" in message
+
+
+def test_an_answer_in_two_splits_is_caught() -> None:
+    class Contaminated(TwoSplits):
+        listed = {  # noqa: RUF012
+            "train": [
+                Task("train/0012", "train", answer="crane"),
+                Task("train/0013", "train", answer={"b": 1, "a": 2}),
+            ],
+            "test": [Task("test/0003", "test", answer="crane"), Task("0004", "test", answer={"a": 2, "b": 1})],
+        }
+
+    message = failed(check_env(Contaminated))["splits_are_disjoint"]
+    assert "2 answers in two splits for the same data ('crane' is the answer of train/0012 and test/0003, " in message
+    assert '{"a": 2, "b": 1} is the answer of train/0013 and test/0004)' in message
+    assert "would have seen the other's answers: keep each task to one split" in message
