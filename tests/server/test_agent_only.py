@@ -17,6 +17,7 @@ from omnienv.core import AgentOnlyError, UsageError
 from omnienv.envs.wordle.solver import next_guess, read_marks
 from omnienv.protocol.codes import error_from_data
 from omnienv.server import ServerConfig
+from omnienv.server.mcp_sdk import OPENING_URI
 from tests.polling import eventually
 from tests.server.conftest import ws
 from tests.server.test_mcp_sdk import leaf
@@ -165,3 +166,29 @@ def test_the_operator_starts_the_episode_and_the_agent_plays_it_over_mcp(agent_o
     closed = agent_only.delete(f"/operator/sessions/{session_id}", headers=operator(agent_only)).json()
     assert closed == {"session_id": session_id, "closed": True, "closing": False}
     assert agent_only.served.manager.active == 0
+
+
+def test_reading_the_opening_resource_answers_an_error_and_the_agent_plays_on(agent_only) -> None:
+    """The MCP session reset nothing here, so the first observation is the operator's to hand over."""
+    from mcp.shared.exceptions import MCPError
+
+    started = agent_only.post("/operator/sessions", json={"task_id": "test/0003"}, headers=operator(agent_only))
+    assert started.status_code == 201, started.text
+    session_id, path = started.json()["session_id"], started.json()["mcp_path"]
+
+    async def read_then_play() -> tuple[MCPError, Any]:
+        async with (
+            streamable_http_client(agent_only.served.url + path) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            with pytest.raises(MCPError) as caught:
+                await session.read_resource(OPENING_URI)
+            played = await session.call_tool("guess", {"word": "crane"})  # the same MCP session, still playing
+            return caught.value, played
+
+    error, played = asyncio.run(asyncio.wait_for(read_then_play(), 60))
+    assert OPENING_URI in error.error.message, error.error
+    assert played.is_error is False and played.content[0].text.startswith("CRANE "), played
+    state = agent_only.get(f"/operator/sessions/{session_id}/state", headers=operator(agent_only)).json()
+    assert state["data"]["step_count"] == 1 and state["data"]["done"] is False
