@@ -43,8 +43,10 @@ def test_grpo_learns_doors_in_process_and_served(tmp_path: Path) -> None:
     proc = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
     assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
 
+    curves = {}
     for run in ("in-process", "served"):
         steps = _steps(tmp_path / f"{run}.jsonl")
+        curves[run] = [s["reward"] for s in steps]
         assert [s["kind"] for s in steps] == ["train_step"] * STEPS
         assert [s["step"] for s in steps] == list(range(1, STEPS + 1))
         assert all(s["reward"] == s["rewards/Doors/mean"] for s in steps)  # nothing failed, nothing masked
@@ -58,6 +60,8 @@ def test_grpo_learns_doors_in_process_and_served(tmp_path: Path) -> None:
             proc.stdout
         )
 
+    # The same seeds give the same episodes in-process and served: the same curve, step for step.
+    assert curves["in-process"] == curves["served"], curves
     assert (tmp_path / "reward.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     server = re.search(r"served by omnienv serve \(pid (\d+)\)", proc.stdout)
     assert server, proc.stdout[-2000:]

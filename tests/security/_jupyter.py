@@ -27,12 +27,13 @@ from omnienv.server import running
 needs_bwrap = pytest.mark.skipif(not os.path.exists("/usr/bin/bwrap"), reason="bubblewrap missing")
 needs_memory_cgroup = pytest.mark.skipif(
     "memory" not in probe().parents,
-    reason="no writable memory cgroup here: the sandbox's total memory is not enforced (docs/security-jupyter.md)",
+    reason="no writable memory cgroup here: the sandbox's total memory is not enforced "
+    "(docs/security.md, 'Limits of the Jupyter sandbox')",
 )
 needs_process_limit = pytest.mark.skipif(
     os.geteuid() == 0 and "pids" not in probe().parents,
     reason="no writable pids cgroup, and RLIMIT_NPROC does not bind a sandbox mapped to root: "
-    "nothing limits its processes here (docs/security-jupyter.md)",
+    "nothing limits its processes here (docs/security.md, 'Limits of the Jupyter sandbox')",
 )
 CAN_MOUNT = os.geteuid() == 0
 """Whether work dirs get their size-capped tmpfs (mounting needs root or CAP_SYS_ADMIN)."""

@@ -8,7 +8,8 @@ connection dropped that way does not come back: :meth:`Channels.broken` tells, a
 ends as the agent's doing (``output_limit``).
 
 What remains bounded only by the sandbox itself: one multipart message of many frames, each under
-the limit, is buffered whole by libzmq before it is delivered (see docs/security-jupyter.md).
+the limit, is buffered whole by libzmq before it is delivered
+(docs/security.md, "Limits of the Jupyter sandbox, stated plainly").
 
 Every session's sockets come from one context, and a libzmq context makes 1023 sockets by default
 (``ZMQ_MAX_SOCKETS``), then refuses with "Too many open files": seven a session (three channels,
