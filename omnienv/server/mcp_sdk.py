@@ -105,14 +105,22 @@ def build_server(
     )
 
     async def list_resources(ctx: Any, params: Any) -> Any:
-        return types.ListResourcesResult(resources=[resource] if opening is not None else [])
+        # Listed only where it can be read: an agent-only session's MCP session reset nothing.
+        there = opening is not None and opening(ctx) is not None
+        return types.ListResourcesResult(resources=[resource] if there else [])
 
     async def read_resource(ctx: Any, params: Any) -> Any:
-        text = opening(ctx) if opening is not None and str(params.uri) == OPENING_URI else None
-        if text is None:
-            from mcp.shared.exceptions import MCPError
+        from mcp.shared.exceptions import MCPError
 
-            raise MCPError(code=INVALID_PARAMS, message=f"Unknown resource: {params.uri}")
+        if str(params.uri) != OPENING_URI:
+            raise MCPError(code=INVALID_PARAMS, message=f"Unknown resource: {params.uri} (resources/list names them)")
+        text = opening(ctx) if opening is not None else None
+        if text is None:
+            raise MCPError(
+                code=INVALID_PARAMS,
+                message=f"no {OPENING_URI} in this session: its episode was started by the operator, who hands "
+                "its first observation to the agent (agent-only mode)",
+            )
         return types.ReadResourceResult(
             contents=[types.TextResourceContents(uri=OPENING_URI, mime_type="text/plain", text=valid_text(text))]
         )

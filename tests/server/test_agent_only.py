@@ -182,13 +182,14 @@ def test_reading_the_opening_resource_answers_an_error_and_the_agent_plays_on(ag
             ClientSession(read, write) as session,
         ):
             await session.initialize()
+            assert (await session.list_resources()).resources == []  # listed only where it can be read
             with pytest.raises(MCPError) as caught:
                 await session.read_resource(OPENING_URI)
             played = await session.call_tool("guess", {"word": "crane"})  # the same MCP session, still playing
             return caught.value, played
 
     error, played = asyncio.run(asyncio.wait_for(read_then_play(), 60))
-    assert OPENING_URI in error.error.message, error.error
+    assert OPENING_URI in error.error.message and "agent-only" in error.error.message, error.error
     assert played.is_error is False and played.content[0].text.startswith("CRANE "), played
     state = agent_only.get(f"/operator/sessions/{session_id}/state", headers=operator(agent_only)).json()
     assert state["data"]["step_count"] == 1 and state["data"]["done"] is False
