@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -7,6 +8,7 @@ from pathlib import Path
 
 import httpx
 import orjson
+import pytest
 from typer.testing import CliRunner
 
 from omnienv.cli.main import app
@@ -111,3 +113,21 @@ def test_serve_nemo_gym_announces_only_the_routes_it_serves(tmp_path: Path) -> N
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait(timeout=30)
+
+
+def test_the_quickstart_demo_serves_wordle_and_the_solver_wins_over_the_websocket(tmp_path: Path) -> None:
+    """``make demo`` runs ``omnienv demo``: a real server on a free local port, the solver over /ws."""
+    out = tmp_path / "demo.jsonl"
+    command = [sys.executable, "-m", "omnienv.cli.main", "demo", "--episodes", "8", "--concurrency", "4"]
+    env = {**os.environ, "COLUMNS": "200"}  # one line per message
+    result = subprocess.run(
+        [*command, "--out", str(out)], capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env
+    )
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    served = re.search(r"serving wordle at (http://127\.0\.0\.1:\d+) \(WebSocket ws://[\d.:]+/ws\)", result.stdout)
+    assert served, result.stdout
+    assert "win rate" in result.stdout
+    records = [orjson.loads(line) for line in out.read_bytes().splitlines()]
+    assert len(records) == 8 and all(r["success"] is True and r["failure"] is None for r in records)
+    with pytest.raises(httpx.TransportError):  # the demo's server stopped with it
+        httpx.get(f"{served.group(1)}/health", timeout=5)
