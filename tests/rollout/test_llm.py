@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import base64
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -14,11 +16,12 @@ from typing import Any
 import orjson
 import pytest
 
+from omnienv.core import Environment, ImageBlock, Task, ToolResult, tool
 from omnienv.envs.wordle import Wordle, score_guess
 from omnienv.envs.wordle.responder import wordle_responder
 from omnienv.rollout import plan_episodes, read_episodes, rollout
 from omnienv.rollout.llm import ChatPolicy
-from omnienv.rollout.scripted_openai import Faults, create_app
+from omnienv.rollout.scripted_openai import Faults, create_app, observations
 from omnienv.rollout.trajectory import TRAINER_END
 from omnienv.server import running
 
@@ -190,3 +193,56 @@ def test_the_scripted_endpoint_streams_the_same_answer_when_asked(endpoint: str)
         (c.function.name, c.function.arguments) for c in whole
     ]
     assert chunks[-1].usage is not None and chunks[-2].choices[0].finish_reason == "tool_calls"
+
+
+PIXEL = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+)
+
+
+class Camera(Environment):
+    """One tool that answers with an image and a line of text, as a screenshot tool does."""
+
+    name = "camera"
+    max_turns = 4
+
+    def setup(self, task: Task | None, rng: random.Random) -> str:
+        return "Look, then say what you saw."
+
+    @tool
+    def look(self) -> ToolResult:
+        """Take a picture."""
+        return ToolResult.of(["a picture:", ImageBlock(PIXEL)])
+
+    @tool
+    def say(self, what: str) -> ToolResult:
+        """Say what the picture showed.
+
+        Args:
+            what: The answer.
+        """
+        return ToolResult.of("noted", reward=1.0, done=True)
+
+
+@pytest.mark.parametrize("mode", ["chat", "responses", "text"])
+def test_images_reach_the_model_as_image_parts_in_every_mode(mode: str) -> None:
+    """README: "Images (screenshots) go to the model as image parts" (chat, Responses and text modes)."""
+    seen: list[Any] = []
+
+    def responder(messages: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+        parts = [p for m in messages if isinstance(m.get("content"), list) for p in m["content"]]
+        images = [p for p in parts if p.get("type") in ("image_url", "input_image")]
+        if not observations(messages):
+            return [("look", {})]
+        seen.extend(images)
+        return [("say", {"what": "a dot"})]
+
+    with running(create_app(responder)) as url:
+        policy = lambda: ChatPolicy("scripted", Camera.tools, base_url=f"{url}/v1", mode=mode)  # noqa: E731
+        summary = rollout(Camera, policy, plan_episodes(Camera, 1, None))
+    assert summary.failures == 0 and summary.mean_reward == 1.0, summary
+    data_url = "data:image/png;base64," + base64.b64encode(PIXEL).decode()
+    if mode == "responses":
+        assert seen == [{"type": "input_image", "image_url": data_url}], seen
+    else:
+        assert seen == [{"type": "image_url", "image_url": {"url": data_url}}], seen
