@@ -5,7 +5,9 @@ connection timing out is told apart from the episode's deadline."""
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -17,7 +19,8 @@ from typing import Any
 import orjson
 import pytest
 
-from omnienv.core import Observation, State, StepResult, ToolCall
+from omnienv.client import AsyncWebSocketClient, connect
+from omnienv.core import Observation, SessionLostError, State, StepResult, ToolCall
 from omnienv.envs.wordle.responder import wordle_responder
 from omnienv.rollout import EpisodePlan, read_episodes
 from omnienv.rollout.loop import arun_episode
@@ -181,3 +184,31 @@ def test_an_eval_wider_than_the_server_stops_naming_both_fixes_and_leaves_no_ses
     message = " ".join((result.stdout + result.stderr).split())
     assert "--max-sessions" in message and "lower --concurrency" in message, message
     eventually(lambda: manager.used == 0, 10, "the eval's sessions closed")
+
+
+def test_a_stalled_server_loses_its_sessions_to_the_clients_ping_and_refuses_new_ones() -> None:
+    """README: a stalled server's episodes are voided as ``session_lost`` within the client's ping
+    interval plus its timeout (20 s + 20 s: what ``omnienv eval --url`` connects with), and each
+    later episode that cannot connect is flagged the same way. Here with pings of half a second."""
+    defaults = inspect.signature(AsyncWebSocketClient.__init__).parameters
+    assert defaults["ping_interval"].default + defaults["ping_timeout"].default == 40.0
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    with wordle_server(port) as server:
+
+        async def stall() -> tuple[BaseException, BaseException]:
+            client = await connect(url, ping_interval=0.5, ping_timeout=0.5)
+            try:
+                await client.reset(seed=1)
+                server.send_signal(signal.SIGSTOP)
+                with pytest.raises(SessionLostError) as lost:
+                    await asyncio.wait_for(client.step(ToolCall("guess", {"word": "crane"})), 60)
+                with pytest.raises(SessionLostError) as refused:
+                    await asyncio.wait_for(connect(url, connect_timeout=1.0), 60)
+                return lost.value, refused.value
+            finally:
+                server.send_signal(signal.SIGCONT)
+                await client.close()
+
+        lost, refused = asyncio.run(stall())
+    assert "cannot connect" in str(refused) and "cannot connect" not in str(lost), (lost, refused)
