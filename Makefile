@@ -44,7 +44,7 @@ test: install
 	@mkdir -p .venvs
 	$(BIN)/python -m tests.peerenv > .venvs/prebuild.log 2>&1 & prebuild=$$!; \
 	$(BIN)/ruff check $(SOURCES) && $(BIN)/ruff format --check $(SOURCES) && $(BIN)/mypy \
-	&& $(BIN)/pytest -q -n 2 --dist loadscope --no-loadscope-reorder --durations=25 --cov=omnienv --cov-report=term-missing:skip-covered --cov-fail-under=88; \
+	&& $(BIN)/pytest -q --no-skips -n 2 --dist loadscope --no-loadscope-reorder --durations=25 --cov=omnienv --cov-report=term-missing:skip-covered --cov-fail-under=88; \
 	status=$$?; wait $$prebuild; exit $$status
 
 lint: install

@@ -21,6 +21,8 @@ from typing import Any
 
 import pytest
 
+pytest_plugins = ["tests.strict_skips"]  # make test's --no-skips
+
 PACKAGES_ON_ONE_WORKER = ("tests/ray/", "tests/ui/", "tests/deploy/")
 ONE_TEST_AT_A_TIME = ("tests/matrix/test_matrix.py", "tests/peers/test_verifiers.py", "tests/test_benchmarks.py")
 """Modules whose tests share no fixture of the module's: each test can go to either worker."""
