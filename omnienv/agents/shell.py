@@ -7,8 +7,15 @@ one) from the tool schemas alone, so it works as well on a remote server's liste
 environment class, and it splits a tool's text into the output and the exit code a harness expects.
 
 Known shells: the terminal environment's ``run(command, timeout)`` (its output always ends with
-``[exit code N]``) and the jupyter environment's ``execute_shell_command(command)`` (which writes
-``[exit code N]`` only when it is not 0, and ``[command stopped after ...]`` on a timeout).
+``[exit code N]``), the jupyter environment's ``execute_shell_command(command)`` (which writes
+``[exit code N]`` only when it is not 0, ``[command stopped after ...]`` on a timeout and
+``(no output)`` for none), and the desktop environment's ``run_command(command)`` (which writes
+``(no output)`` for none, and, for a command that failed, ``(exit code N)`` after its output, or
+``STDERR: ...`` and no code when it wrote to stderr, or ``(killed after N s)`` on a timeout).
+
+Known submit tools: terminal's ``submit()``, jupyter's ``final_answer(answer)`` and the desktop's
+``terminate(status)``, called with ``status="success"`` (the agent says it is done; the desktop's
+check scores what it did, not the status).
 """
 
 from __future__ import annotations
@@ -24,13 +31,19 @@ __all__ = ["SUBMIT_TOOLS", "ShellOutput", "ShellTool", "find_shell_tool"]
 
 SHELL_TOOLS = ("run", "execute_shell_command", "bash", "shell", "run_command", "execute")
 """Tool names tried first, in this order, when the caller names none."""
-SUBMIT_TOOLS = ("submit", "final_answer")
+SUBMIT_TOOLS = ("submit", "final_answer", "terminate")
 """Tools that end the episode by the agent's own decision, tried in this order."""
+_FIXED_SUBMITS = {"terminate": ("status", "success")}
+"""Submit tools whose one argument is not an answer but a word of their own: the value to send."""
+FAILED = 1
+"""The exit code of a command that failed without saying its code (the desktop's ``STDERR:``)."""
 TIMED_OUT = 124
 """The exit code of a command the environment stopped at its time limit (as ``timeout(1)`` gives)."""
 
-_EXIT = re.compile(r"\n?\[exit code (-?\d+)\]\s*\Z")
-_STOPPED = re.compile(r"\[(?:command stopped|interrupted) after [^\]]*\]\s*\Z")
+_EXIT = re.compile(r"\n?(?:\[exit code (-?\d+)\]|\(exit code (-?\d+)\))\s*\Z")
+_STOPPED = re.compile(r"(?:\[(?:command stopped|interrupted) after [^\]]*\]|\(killed after [^)]*\))\s*\Z")
+_NO_OUTPUT = "(no output)"
+_STDERR = "\nSTDERR: "
 
 
 class _Listed(Protocol):
@@ -76,6 +89,9 @@ class ShellTool:
     submit_arg: str | None = None
     """The submit tool's one text argument (jupyter's ``final_answer(answer)``), or None for a
     submit tool that takes none (terminal's ``submit()``)."""
+    submit_value: str | None = None
+    """What ``submit_arg`` always gets, where it is not an answer (the desktop's
+    ``terminate(status="success")``); None: the text after the marker."""
 
     def call(self, command: str, timeout: float | None) -> ToolCall:
         """The tool call that runs ``command`` (with the time limit, where the tool takes one)."""
@@ -88,32 +104,45 @@ class ShellTool:
         """The call that submits (with ``text`` as the answer where the tool takes one), or None."""
         if self.submit is None:
             return None
-        return ToolCall(self.submit, {self.submit_arg: text.strip()} if self.submit_arg else {})
+        if self.submit_arg is None:
+            return ToolCall(self.submit, {})
+        value = self.submit_value if self.submit_value is not None else text.strip()
+        return ToolCall(self.submit, {self.submit_arg: value})
 
     @staticmethod
     def parse(text: str, is_error: bool = False) -> ShellOutput:
-        """The output and exit code in a shell tool's text: the ``[exit code N]`` line taken off the
-        end; a command stopped at its time limit is 124; an error observation (the tool refused the
-        call) is 2, as a shell gives for a usage error; anything else ran and exited 0."""
+        """The output and exit code in a shell tool's text: the ``[exit code N]`` (or ``(exit code
+        N)``) line taken off the end; a command stopped at its time limit is 124; an error
+        observation (the tool refused the call) is 2, as a shell gives for a usage error; output
+        with a ``STDERR:`` part (the desktop's failed command, whose code it does not say) is 1;
+        ``(no output)`` is none; anything else ran and exited 0."""
         match = _EXIT.search(text)
         if match:
-            return ShellOutput(text[: match.start()], int(match.group(1)))
+            return ShellOutput(text[: match.start()], int(match.group(1) or match.group(2)))
         if _STOPPED.search(text):
             return ShellOutput(text, TIMED_OUT)
-        return ShellOutput(text, 2 if is_error else 0)
+        if is_error:
+            return ShellOutput(text, 2)
+        if _STDERR in text:
+            return ShellOutput(text, FAILED)
+        return ShellOutput("" if text.strip() == _NO_OUTPUT else text, 0)
 
 
-def _submit_tool(tools: Mapping[str, _Listed]) -> tuple[str | None, str | None]:
+def _submit_tool(tools: Mapping[str, _Listed]) -> tuple[str | None, str | None, str | None]:
     for name in SUBMIT_TOOLS:
         tool = tools.get(name)
         if tool is None:
             continue
         required = _required(tool)
         if not required:
-            return name, None
+            return name, None, None
         if len(required) == 1 and _is_string(_properties(tool).get(required[0])):
-            return name, required[0]
-    return None, None
+            fixed = _FIXED_SUBMITS.get(name)
+            if fixed is None:
+                return name, required[0], None
+            if fixed[0] == required[0]:
+                return name, *fixed
+    return None, None, None
 
 
 def find_shell_tool(tools: Mapping[str, _Listed], name: str | None = None) -> ShellTool:
@@ -133,8 +162,8 @@ def find_shell_tool(tools: Mapping[str, _Listed], name: str | None = None) -> Sh
         if command is None or set(_required(tool)) - {command}:
             continue
         timeout = "timeout" if properties.get("timeout", {}).get("type") in ("number", "integer") else None
-        submit, submit_arg = _submit_tool(tools)
-        return ShellTool(tool.name, command, timeout, submit, submit_arg)
+        submit, submit_arg, submit_value = _submit_tool(tools)
+        return ShellTool(tool.name, command, timeout, submit, submit_arg, submit_value)
     listed = ", ".join(sorted(tools)) or "none"
     wanted = f"tool '{name}' taking a string 'command'" if name else "shell tool (a tool taking a string 'command')"
     raise UsageError(f"the environment has no {wanted}; its tools: {listed}")

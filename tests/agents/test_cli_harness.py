@@ -222,3 +222,20 @@ def test_an_environment_that_fails_under_the_harness_is_flagged(tmp_path: Path) 
     log = (tmp_path / "episode-0" / "harness.log").read_text()
     # the agent was told its shell is gone; the episode is over, so its next model call is refused
     assert "the episode is void\n[exit 126]" in log and "404 - capture proxy: no such episode" in log, log
+
+
+def test_the_marker_in_an_environment_without_a_submit_tool_ends_it_for_the_runner_to_score(tmp_path: Path) -> None:
+    """EchoShell has a shell tool and no submit tool (its output is the command, so the command
+    ``TINY_AGENT_DONE`` prints the marker): the harness submitted, and the episode is the runner's
+    cut, scored as it stands (docs/agents.md, "Submitting")."""
+    from tests.agents.test_hostile_harness import EchoShell
+
+    responder = replay_responder({"Echo.": ["true"]}, lambda: [], "TINY_AGENT_DONE")
+    with running(create_app(responder)) as url:
+        run = run_agents(load_spec(SPEC), EchoShell, model="scripted", base_url=f"{url}/v1", workdir=tmp_path)
+    (item,) = run.episodes
+    assert item.harness["submitted"] is True and item.harness["stopped"] == "exited"
+    episode = item.episode
+    assert [step.call.name for step in episode.steps] == ["run", "run", END] and episode.truncated
+    assert episode.failure is None and episode.steps[-1].result.info["ended_by"] == "trainer"
+    assert len(item.record.calls) == 2 and item.record.reward == episode.reward == 0.0

@@ -18,16 +18,21 @@ from omnienv.agents.relay import EpisodeShell, Relay
 from omnienv.agents.shell import ShellTool
 from omnienv.agents.shim import _command, baked, main
 from omnienv.core import EpisodeOverError, Observation, SessionLostError, StepResult, ToolCall, UsageError
+from omnienv.envs.desktop import Desktop
 from omnienv.envs.jupyter import Jupyter
 from omnienv.envs.terminal import Terminal
 from omnienv.envs.wordle import Wordle
 
 
-def test_the_shell_tools_of_terminal_and_jupyter_are_found() -> None:
+def test_the_shell_tools_of_terminal_jupyter_and_the_desktop_are_found() -> None:
     assert find_shell_tool(Terminal.tools) == ShellTool("run", "command", "timeout", "submit", None)
     assert find_shell_tool(Jupyter.tools) == ShellTool(
         "execute_shell_command", "command", None, "final_answer", "answer"
     )
+    # the desktop's terminate(status) ends its episode: submitting is saying "success"
+    desktop = find_shell_tool(Desktop.tools)
+    assert desktop == ShellTool("run_command", "command", None, "terminate", "status", "success")
+    assert desktop.submit_call("whatever follows the marker") == ToolCall("terminate", {"status": "success"})
     with pytest.raises(UsageError, match=r"no shell tool .* its tools: get_history, guess"):
         find_shell_tool(Wordle.tools)
     with pytest.raises(UsageError, match="no tool 'read_file' taking a string 'command'"):
@@ -40,6 +45,11 @@ def test_a_tool_text_splits_into_output_and_exit_code() -> None:
     assert ShellTool.parse("x\n[command stopped after 29 s]").exit_code == 124  # jupyter's time limit
     assert ShellTool.parse("the command is empty", is_error=True).exit_code == 2
     assert ShellTool.parse("plain output") == _out("plain output", 0)  # jupyter writes no code for 0
+    assert ShellTool.parse("(no output)") == _out("", 0)  # jupyter's and the desktop's word for none
+    # the desktop's run_command: a code after a failed command's output, or its stderr and no code
+    assert ShellTool.parse("x\n(exit code 3)") == _out("x", 3) and ShellTool.parse("\n(exit code 1)") == _out("", 1)
+    assert ShellTool.parse("x\nSTDERR: no such file\n") == _out("x\nSTDERR: no such file\n", 1)
+    assert ShellTool.parse("x\n(killed after 60 s)").exit_code == 124
     tool = find_shell_tool(Terminal.tools)
     assert tool.call("ls", 5.0) == ToolCall("run", {"command": "ls", "timeout": 5.0})
     assert find_shell_tool(Jupyter.tools).call("ls", 5.0) == ToolCall("execute_shell_command", {"command": "ls"})
