@@ -10,8 +10,8 @@ Known shells: the terminal environment's ``run(command, timeout)`` (its output a
 ``[exit code N]``), the jupyter environment's ``execute_shell_command(command)`` (which writes
 ``[exit code N]`` only when it is not 0, ``[command stopped after ...]`` on a timeout and
 ``(no output)`` for none), and the desktop environment's ``run_command(command)`` (which writes
-``(no output)`` for none, and, for a command that failed, ``(exit code N)`` after its output, or
-``STDERR: ...`` and no code when it wrote to stderr, or ``(killed after N s)`` on a timeout).
+``(no output)`` for none, ``STDERR: ...`` after the output when there is some, then ``(exit code
+N)`` when it is not 0, or ``(killed after N s)`` on a timeout).
 
 Known submit tools: terminal's ``submit()``, jupyter's ``final_answer(answer)`` and the desktop's
 ``terminate(status)``, called with ``status="success"`` (the agent says it is done; the desktop's
@@ -35,15 +35,12 @@ SUBMIT_TOOLS = ("submit", "final_answer", "terminate")
 """Tools that end the episode by the agent's own decision, tried in this order."""
 _FIXED_SUBMITS = {"terminate": ("status", "success")}
 """Submit tools whose one argument is not an answer but a word of their own: the value to send."""
-FAILED = 1
-"""The exit code of a command that failed without saying its code (the desktop's ``STDERR:``)."""
 TIMED_OUT = 124
 """The exit code of a command the environment stopped at its time limit (as ``timeout(1)`` gives)."""
 
 _EXIT = re.compile(r"\n?(?:\[exit code (-?\d+)\]|\(exit code (-?\d+)\))\s*\Z")
 _STOPPED = re.compile(r"(?:\[(?:command stopped|interrupted) after [^\]]*\]|\(killed after [^)]*\))\s*\Z")
 _NO_OUTPUT = "(no output)"
-_STDERR = "\nSTDERR: "
 
 
 class _Listed(Protocol):
@@ -113,8 +110,7 @@ class ShellTool:
     def parse(text: str, is_error: bool = False) -> ShellOutput:
         """The output and exit code in a shell tool's text: the ``[exit code N]`` (or ``(exit code
         N)``) line taken off the end; a command stopped at its time limit is 124; an error
-        observation (the tool refused the call) is 2, as a shell gives for a usage error; output
-        with a ``STDERR:`` part (the desktop's failed command, whose code it does not say) is 1;
+        observation (the tool refused the call) is 2, as a shell gives for a usage error;
         ``(no output)`` is none; anything else ran and exited 0."""
         match = _EXIT.search(text)
         if match:
@@ -123,8 +119,6 @@ class ShellTool:
             return ShellOutput(text, TIMED_OUT)
         if is_error:
             return ShellOutput(text, 2)
-        if _STDERR in text:
-            return ShellOutput(text, FAILED)
         return ShellOutput("" if text.strip() == _NO_OUTPUT else text, 0)
 
 

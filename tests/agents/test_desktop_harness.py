@@ -42,7 +42,7 @@ SUBMIT = "echo TINY_AGENT_DONE"
 WIN, LOSE = "train/terminal-echo", "train/make-directory"
 SOLUTION = "echo hello-rl > hello.txt"  # terminal-echo's check: ~/hello.txt holds hello-rl
 WHERE = 'pwd; echo "$HOME"'
-CHECKOUT = checkout_probe([ROOT, Path(sys.prefix)])  # fails with stderr: the desktop's "STDERR: ..."
+CHECKOUT = checkout_probe([ROOT, Path(sys.prefix)])  # fails with stderr: the desktop's "STDERR: ...", then its code
 MISSING = f"test -e {ROOT}"  # fails with no output: the desktop's "(exit code 1)"
 RUN_S = 180
 
@@ -139,7 +139,8 @@ def test_the_commands_ran_in_the_desktop_sandbox_not_on_the_host(played: Played)
     # what the agent itself saw: each command's output and exit code, as a shell gives them
     log = (episode / "harness.log").read_text()
     assert f"$ {MISSING}\n[exit 1]" in log and f"$ {SOLUTION}\n[exit 0]" in log, log
-    assert missing == "\n(exit code 1)" and log.split(f"$ {CHECKOUT}\n")[1].split("\n$ ")[0].endswith("[exit 1]")
+    checked = log.split(f"$ {CHECKOUT}\n")[1].split("\n$ ")[0]
+    assert missing == "\n(exit code 1)" and checked.endswith("[exit 2]"), checked  # ls's own code
 
 
 def test_every_model_call_is_captured_token_exact(played: Played) -> None:

@@ -46,9 +46,10 @@ def test_a_tool_text_splits_into_output_and_exit_code() -> None:
     assert ShellTool.parse("the command is empty", is_error=True).exit_code == 2
     assert ShellTool.parse("plain output") == _out("plain output", 0)  # jupyter writes no code for 0
     assert ShellTool.parse("(no output)") == _out("", 0)  # jupyter's and the desktop's word for none
-    # the desktop's run_command: a code after a failed command's output, or its stderr and no code
+    # the desktop's run_command: its stderr after the output, then a code where it is not 0
     assert ShellTool.parse("x\n(exit code 3)") == _out("x", 3) and ShellTool.parse("\n(exit code 1)") == _out("", 1)
-    assert ShellTool.parse("x\nSTDERR: no such file\n") == _out("x\nSTDERR: no such file\n", 1)
+    assert ShellTool.parse("x\nSTDERR: no such file\n\n(exit code 2)") == _out("x\nSTDERR: no such file\n", 2)
+    assert ShellTool.parse("x\nSTDERR: a warning\n") == _out("x\nSTDERR: a warning\n", 0)
     assert ShellTool.parse("x\n(killed after 60 s)").exit_code == 124
     tool = find_shell_tool(Terminal.tools)
     assert tool.call("ls", 5.0) == ToolCall("run", {"command": "ls", "timeout": 5.0})

@@ -186,7 +186,8 @@ def test_every_tool_acts_on_the_display(env: Desktop) -> None:
         await call("hold_key", keys="shift", duration=0.1)
         assert await call("wait", duration=0.05) == "Waited 0.05s"
         assert "one" in await call("run_command", command="cat a.txt")
-        assert "STDERR: oops" in await call("run_command", command="echo oops >&2; exit 2")
+        assert await call("run_command", command="echo oops >&2; exit 2") == "\nSTDERR: oops\n\n(exit code 2)"
+        assert await call("run_command", command="echo out; echo careful >&2") == "out\n\nSTDERR: careful\n"
         assert await call("run_command", command="true") == "(no output)"
         assert env.desktop.width == 1024
 

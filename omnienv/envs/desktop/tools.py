@@ -266,8 +266,10 @@ class ComputerTools:
         """
         result = await self.desktop.shell(command, timeout=COMMAND_SECONDS)
         output = result.stdout
+        if result.stderr:  # a warning of a command that worked is worth reading too
+            output += f"\nSTDERR: {result.stderr}"
         if result.timed_out:
             output += f"\n(killed after {COMMAND_SECONDS} s)"
         elif result.returncode != 0:
-            output += f"\nSTDERR: {result.stderr}" if result.stderr else f"\n(exit code {result.returncode})"
+            output += f"\n(exit code {result.returncode})"
         return output if output.strip() else "(no output)"
