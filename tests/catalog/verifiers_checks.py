@@ -6,16 +6,22 @@
 tests/peers/test_catalog_verifiers.py reads: the contract checks, the tools and tasks, episodes
 scored by the environment's own rubric, the trainer's cut, an exception inside the Verifiers
 environment (a flagged failure), an episode over omnienv's ``/ws`` (classic) and ``omnienv
-import verifiers`` naming a module for the other commands. omnienv is installed in these venvs
-from this source tree; the repository root goes on the path for the test modules.
+import verifiers`` naming a module for the other commands. Classic also plays an imported
+``ToolEnv`` three ways for the same tasks and moves: by verifiers itself (its ``run_rollout``
+with a scripted model), over ``/ws`` from a real server of the imported name, and through TRL's
+``environment_factory`` in-process (the in-process dialect these venvs can run: they have no
+Gymnasium). omnienv is installed in these venvs from this source tree; the repository root goes
+on the path for the test modules.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import sys
 import tempfile
+import time
 import types
 from pathlib import Path
 from typing import Any
@@ -105,6 +111,7 @@ def classic() -> None:
 
     over_ws()
     cli()
+    against_the_source()
     refusals(no_such_module_here=None, json=None)
 
 
@@ -146,6 +153,111 @@ def cli() -> None:
             vf_max_turns=loaded.vf_env.max_turns,  # type: ignore[attr-defined]
             not_json=[not_json.exit_code, not_json.output],
         )
+
+
+SAME_MOVES = {
+    # answered after a tool call and a tool error: verifiers ends it (no tool called), scored 1
+    "train/00001": [("add", {"a": 40, "b": 2}), ("add", {"a": -1, "b": 2}), ("answer", {"text": "42"})],
+    # tools until max_turns (4, from the import's --args): verifiers stops it, the rubric scores 0
+    "train/00000": [("add", {"a": 2, "b": 3})] * 4,
+}
+"""Tasks of the imported ``vf_tools`` (max_turns 4) and the moves played on each: a tool call, or
+``answer``, the plain message."""
+
+
+def against_the_source() -> None:
+    """``SAME_MOVES`` played by verifiers itself, over ``/ws`` and through TRL's dialect."""
+    from verifiers.clients import Client
+    from verifiers.types import Response, ResponseMessage
+    from verifiers.types import ToolCall as VfToolCall
+
+    from tests.catalog import vf_tools
+
+    class Scripted(Client):  # type: ignore[misc]
+        """A model that answers each model call with the next of ``moves``, as a chat model would."""
+
+        def __init__(self, moves: list[tuple[str, dict[str, Any]]]) -> None:
+            super().__init__(None)
+            self.moves = list(moves)
+
+        def setup_client(self, config: Any) -> Any:
+            raise NotImplementedError
+
+        async def to_native_tool(self, tool: Any) -> Any:
+            return tool
+
+        async def to_native_prompt(self, messages: Any) -> tuple[Any, dict[str, Any]]:
+            return messages, {}
+
+        async def get_native_response(
+            self, prompt: Any, model: str, sampling_args: Any, tools: Any = None, **kwargs: Any
+        ) -> Any:
+            name, arguments = self.moves.pop(0)
+            if name == "answer":
+                message = ResponseMessage(content=arguments["text"], finish_reason="stop", is_truncated=False)
+            else:
+                call = VfToolCall(id=f"call_{len(self.moves)}", name=name, arguments=json.dumps(arguments))
+                message = ResponseMessage(tool_calls=[call], finish_reason="tool_calls", is_truncated=False)
+            return Response(id="scripted", created=int(time.time()), model=model, message=message)
+
+        async def raise_from_native_response(self, response: Any) -> None:
+            return None
+
+        async def from_native_response(self, response: Any) -> Any:
+            return response
+
+        async def close(self) -> None:
+            return None
+
+    vf_env = vf_tools.load_environment(max_turns=4)
+    rows = vf_env.get_dataset()
+    source = {}
+    for task, moves in SAME_MOVES.items():
+        model = Scripted(moves)
+        output = asyncio.run(vf_env.run_rollout(dict(rows[int(task.split("/")[1])]), model, "scripted", {}))
+        source[task] = {
+            "reward": output["reward"],
+            "stop_condition": output["stop_condition"],
+            "metrics": dict(output["metrics"]),
+            "error": None if output.get("error") is None else str(output["error"]),
+            "moves": len(moves) - len(model.moves),  # the model calls the rollout made
+        }
+
+    from typer.testing import CliRunner
+
+    from omnienv.app import create_app
+    from omnienv.cli.main import app
+    from omnienv.client import WebSocketClient
+    from omnienv.dialects.trl import environment_factory
+    from omnienv.server import running
+
+    before = os.environ.get("XDG_CONFIG_HOME")
+    with tempfile.TemporaryDirectory() as config:
+        os.environ["XDG_CONFIG_HOME"] = config
+        command = ["import", "verifiers", "tests.catalog.vf_tools", "--name", "vf-sample", "--args"]
+        imported = CliRunner().invoke(app, [*command, '{"max_turns": 4}'])
+        assert imported.exit_code == 0, imported.output
+        # plugins=[]: no ORS or NeMo Gym routes; this venv lacks NeMo Gym's itsdangerous, so `omnienv serve` fails here
+        ws = {}
+        with running(create_app("vf-sample", plugins=[])) as url, WebSocketClient(url) as client:
+            for task, moves in SAME_MOVES.items():
+                client.reset(task=task)
+                steps = [outcome(client.step(ToolCall(name, arguments))) for name, arguments in moves]
+                ws[task] = {"steps": steps, "state": client.state().to_dict()}
+        trl = {}
+        factory = environment_factory("vf-sample")
+        for task, moves in SAME_MOVES.items():
+            env = factory()
+            env.reset(task_id=task)
+            said = [getattr(env, name)(**arguments) for name, arguments in moves]
+            after = env.add(a=1, b=1)  # once the episode is over, TRL's tools say so
+            trl[task] = {"said": said, "after": after, "reward": env.get_reward(), "failure": env.failure is not None}
+            env._close()
+    if before is None:
+        os.environ.pop("XDG_CONFIG_HOME")
+    else:
+        os.environ["XDG_CONFIG_HOME"] = before
+    emit("same_moves", source=source, ws=ws, trl=trl)
 
 
 def v1() -> None:

@@ -113,6 +113,30 @@ def test_a_classic_episode_over_ws(classic: list[dict[str, Any]]) -> None:
     assert ws["answered"]["done"] and ws["answered"]["reward"] == 1.0
 
 
+def test_an_imported_tool_env_over_ws_and_through_trl_scores_what_verifiers_does(
+    classic: list[dict[str, Any]],
+) -> None:
+    """The same tasks and moves played by verifiers itself (``run_rollout``, a scripted model), over
+    /ws from a real server of the imported name, and through TRL's environment_factory in-process."""
+    (played,) = by_kind(classic, "same_moves")
+    source, ws, trl = played["source"], played["ws"], played["trl"]
+    assert source["train/00001"]["reward"] == 1.0 and source["train/00000"]["reward"] == 0.0  # a win and a loss
+    assert source["train/00000"]["stop_condition"] == "max_turns_reached"
+    for task, truth in source.items():
+        assert truth["error"] is None, truth
+        steps, state = ws[task]["steps"], ws[task]["state"]
+        # ends where verifiers ended it, after as many moves, with the rubric's reward on the last step
+        assert len(steps) == truth["moves"] and [s["done"] for s in steps] == [False] * (len(steps) - 1) + [True]
+        assert not any(s["truncated"] or s["failure"] for s in steps)
+        assert [s["reward"] for s in steps] == [0.0] * (len(steps) - 1) + [truth["reward"]]
+        assert steps[-1]["info"]["stop_condition"] == truth["stop_condition"]
+        assert state["reward"] == truth["reward"] and state["done"] and state["metrics"] == truth["metrics"]
+        dialect = trl[task]
+        assert dialect["said"] == [s["text"] for s in steps]  # the same observations
+        assert dialect["reward"] == truth["reward"] and not dialect["failure"]
+        assert dialect["after"] == "The episode is over; no more actions are taken."
+
+
 def test_omnienv_import_verifiers_names_a_module_with_its_arguments(classic: list[dict[str, Any]]) -> None:
     (cli,) = by_kind(classic, "cli")
     assert cli["imported"][0] == 0, cli["imported"][1]
