@@ -10,6 +10,7 @@ import orjson
 import typer
 
 from omnienv.cli.common import console, env_class, fail
+from omnienv.core import OmniEnvError
 
 __all__ = ["export_app", "harbor", "nemo_gym"]
 
@@ -46,13 +47,26 @@ def harbor(
     env: Annotated[str, typer.Argument(help="Environment name, 'package.module:Class' or a Harbor task folder")],
     out: Annotated[Path, typer.Option(help="The folder to write one task directory per task into")],
     split: Annotated[list[str] | None, typer.Option(help="Export only this split (repeatable); default: all")] = None,
+    base: Annotated[
+        str | None, typer.Option(help="The tasks' base image (Debian-based) [default: python:3.11-slim]")
+    ] = None,
+    ca_cert: Annotated[
+        Path | None, typer.Option(help="CA bundle pip trusts inside the tasks' builds (a proxy that inspects TLS)")
+    ] = None,
 ) -> None:
-    """One Harbor task directory per task (instruction.md, task.toml, environment/, tests/, solution/)."""
+    """One Harbor task directory per task (instruction.md, task.toml, environment/, tests/, solution/).
+
+    Each task's environment/ is its image's build context, omnienv's source included, as `omnienv
+    build` writes it. Environments that sandbox the agent's code (jupyter, desktop) are refused.
+    """
     cls = env_class(env)
     unknown = [s for s in split or () if s not in cls.splits]
     if unknown:
         raise fail(f"{cls.name} has no split '{unknown[0]}'; its splits: {', '.join(cls.splits) or 'none'}")
     from omnienv.envs.terminal import export_harbor
 
-    written = export_harbor(cls, out, split)
+    try:
+        written = export_harbor(cls, out, split, base=base, ca_cert=ca_cert)
+    except OmniEnvError as exc:
+        raise fail(exc.message) from None
     console.print(f"wrote {len(written)} Harbor tasks for {cls.name} to {out}")

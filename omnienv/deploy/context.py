@@ -14,12 +14,15 @@ wheel or from a checkout, and never depends on a registry that holds omnienv.
 
 from __future__ import annotations
 
+import gzip
 import importlib.metadata as metadata
 import importlib.util
 import os
 import re
 import shlex
 import shutil
+import tarfile
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,7 +32,16 @@ from omnienv.core.registry import load_environment
 from omnienv.deploy.errors import DeployError
 from omnienv.deploy.sources import MARKER, copy_folder, dockerignore
 
-__all__ = ["DEFAULT_BASE", "DeployError", "ImagePlan", "plan_image", "write_context"]
+__all__ = [
+    "DEFAULT_BASE",
+    "DeployError",
+    "ImagePlan",
+    "docker_quoted",
+    "install_steps",
+    "plan_image",
+    "write_context",
+    "write_sources",
+]
 
 DEFAULT_BASE = "python:3.11-slim"
 """A public slim Debian image with Python 3.11; any Debian-based image with or without Python works."""
@@ -40,6 +52,9 @@ HEALTH_PROBE = "import os, urllib.request as u; u.urlopen('http://127.0.0.1:%s/h
 _PACKAGE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.+-]*$")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+PACKED = ("omnienv-src.tar.gz", "app.tar.gz")
+"""The archives of a packed context (:func:`write_sources`): omnienv's source, the author's code."""
+_PACKED_TIME = 1577836800  # 2020-01-01: one time for every packed file (a wheel cannot hold times before 1980)
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,22 +142,74 @@ def write_context(plan: ImagePlan, out: Path) -> Path:
     cleared: any other folder is refused, since clearing it would delete someone's files."""
     _make_empty(out)
     (out / MARKER).write_text("Written by omnienv build/push: the next write to this folder clears it.\n")
-    _write_omnienv_source(out / "omnienv-src", plan.extras, out)
-    app = out / "app"
+    write_sources(plan, out)
+    (out / "entrypoint.sh").write_text(entrypoint(plan))
+    (out / "Dockerfile").write_text(dockerfile(plan))
+    (out / ".dockerignore").write_text(dockerignore())
+    return out
+
+
+def write_sources(plan: ImagePlan, out: Path, *, packed: bool = False, skip: Path | None = None) -> list[Path]:
+    """Write what :func:`install_steps` copies into the image into the folder ``out`` (which exists)
+    and return the files and folders written: omnienv's source (``omnienv-src/``), the author's code
+    (``app/``) and the CA bundle (``build-ca.pem``).
+
+    ``packed``: the two folders go in as gzipped tar archives instead (:data:`PACKED`; ``app.tar.gz``
+    only where there is author code), which ``ADD`` unpacks: one file each, the same bytes for the
+    same sources, for contexts written many times over (an exported Harbor task's ``environment/``).
+    ``skip``: a folder never copied into the sources (default ``out``: the context being written)."""
+    skip = skip or out
+    if not packed:
+        _write_omnienv_source(out / "omnienv-src", plan.extras, skip)
+        _write_app(plan, out / "app", skip)
+        written = [out / "omnienv-src", out / "app"]
+    else:
+        written = []
+        with tempfile.TemporaryDirectory(prefix="omnienv-sources-") as scratch:
+            _write_omnienv_source(Path(scratch) / "omnienv-src", plan.extras, skip)
+            _pack(Path(scratch) / "omnienv-src", out / PACKED[0])
+            written.append(out / PACKED[0])
+            if plan.app:
+                _write_app(plan, Path(scratch) / "app", skip)
+                _pack(Path(scratch) / "app", out / PACKED[1])
+                written.append(out / PACKED[1])
+    if plan.ca_cert is not None:
+        shutil.copy(plan.ca_cert, out / "build-ca.pem")
+        written.append(out / "build-ca.pem")
+    return written
+
+
+def _write_app(plan: ImagePlan, app: Path, skip: Path) -> None:
     app.mkdir()
     for source, inside in plan.app:
         target = app / inside
         target.parent.mkdir(parents=True, exist_ok=True)
         if source.is_dir():
-            copy_folder(source, target, skip=out)
+            copy_folder(source, target, skip=skip)
         else:
             shutil.copy2(source, target)
-    if plan.ca_cert is not None:
-        shutil.copy(plan.ca_cert, out / "build-ca.pem")
-    (out / "entrypoint.sh").write_text(entrypoint(plan))
-    (out / "Dockerfile").write_text(dockerfile(plan))
-    (out / ".dockerignore").write_text(dockerignore())
-    return out
+
+
+def _pack(folder: Path, archive: Path) -> None:
+    """``folder`` as a gzipped tar of ``folder.name/...``: sorted, owned by root, one time for
+    every entry, so the same files always make the same bytes (and one layer in Docker's cache)."""
+
+    def normal(info: tarfile.TarInfo) -> tarfile.TarInfo:
+        info.uid = info.gid = 0
+        info.uname = info.gname = ""
+        info.mtime = _PACKED_TIME
+        return info
+
+    with (
+        archive.open("wb") as raw,
+        gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as zipped,
+        tarfile.open(fileobj=zipped, mode="w", format=tarfile.PAX_FORMAT) as tar,
+    ):
+        for here, folders, files in os.walk(folder):  # links are entries, never followed
+            folders.sort()
+            for name in ["", *sorted([*files, *(f for f in folders if os.path.islink(os.path.join(here, f)))])]:
+                path = Path(here, name) if name else Path(here)
+                tar.add(path, arcname=path.relative_to(folder.parent).as_posix(), recursive=False, filter=normal)
 
 
 def _make_empty(out: Path) -> None:
@@ -215,33 +282,13 @@ def _requirements(extras: tuple[str, ...]) -> list[str]:
 
 def dockerfile(plan: ImagePlan) -> str:
     """The Dockerfile: Debian packages, a virtualenv with omnienv and the author's code, the server."""
-    packages = " ".join(sorted(set(plan.system_packages)))
-    for name in plan.system_packages:
-        if not _PACKAGE_NAME.match(name):
-            raise DeployError(f"'{name}' is not a Debian package name (system_packages of {plan.name})")
-    if not plan.base or re.search(r"\s", plan.base) or _CONTROL.search(plan.base):
-        raise DeployError(f"{plan.base!r} is not an image name: pass one such as {DEFAULT_BASE}")
-    projects = "".join(" " + shlex.quote(f"{ROOT}/app/{p}") for p in plan.projects)  # RUN is a shell command
-    extras = ",".join(plan.extras)
     sandbox = ' org.omnienv.sandbox="bubblewrap"' if plan.sandboxed else ""
     labels = f"LABEL org.omnienv.env={docker_quoted(plan.name)}{sandbox}"
     variables = "".join(f"ENV {key}={docker_quoted(value)}\n" for key, value in plan.variables)
-    install_projects = f"RUN {ROOT}/venv/bin/pip install{projects}\n" if projects else ""
-    ca = f"COPY build-ca.pem {ROOT}/build-ca.pem\nARG PIP_CERT={ROOT}/build-ca.pem\n" if plan.ca_cert else ""
     name = _one_line(plan.name)
     return f"""# Serves the omnienv environment '{name}' on every transport on one port ({PORT}, or $PORT).
 # Made by `omnienv build`; sandboxed environments need the container options in docs/deploy.md.
-FROM {plan.base}
-ENV DEBIAN_FRONTEND=noninteractive PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore
-RUN set -eu; packages="{packages}"; \\
-    if ! python3 -c "import ensurepip, venv" 2>/dev/null; then packages="$packages python3 python3-venv"; fi; \\
-    if [ -n "$packages" ]; then apt-get update; apt-get install -y --no-install-recommends $packages; \\
-    rm -rf /var/lib/apt/lists/*; fi; \\
-    python3 -m venv {ROOT}/venv
-{ca}COPY omnienv-src {ROOT}/omnienv-src
-RUN {ROOT}/venv/bin/pip install "{ROOT}/omnienv-src[{extras}]"
-COPY app {ROOT}/app
-{install_projects}COPY entrypoint.sh {ROOT}/entrypoint.sh
+{install_steps(plan)}COPY entrypoint.sh {ROOT}/entrypoint.sh
 ENV PATH="{ROOT}/venv/bin:$PATH" HOST=0.0.0.0 PORT={PORT}
 {variables}{labels}
 EXPOSE {PORT}
@@ -249,6 +296,37 @@ HEALTHCHECK --interval=10s --timeout=5s --start-period=30s --retries=3 \\
     CMD ["python", "-c", "{HEALTH_PROBE}"]
 ENTRYPOINT ["/bin/sh", "{ROOT}/entrypoint.sh"]
 """
+
+
+def install_steps(plan: ImagePlan, *, packed: bool = False) -> str:
+    """The Dockerfile's lines from ``FROM`` that install what ``plan`` needs, from the sources
+    :func:`write_sources` wrote (``packed`` as it wrote them): the Debian packages (and Python where
+    the base has none), a virtualenv at ``/opt/omnienv/venv`` with omnienv and its extras, the
+    author's code at ``/opt/omnienv/app`` and its projects installed. No registry holds omnienv."""
+    packages = " ".join(sorted(set(plan.system_packages)))
+    for name in plan.system_packages:
+        if not _PACKAGE_NAME.match(name):
+            raise DeployError(f"'{name}' is not a Debian package name (system_packages of {plan.name})")
+    if not plan.base or re.search(r"\s", plan.base) or _CONTROL.search(plan.base):
+        raise DeployError(f"{plan.base!r} is not an image name: pass one such as {DEFAULT_BASE}")
+    projects = "".join(" " + shlex.quote(f"{ROOT}/app/{p}") for p in plan.projects)  # RUN is a shell command
+    extras = f"[{','.join(plan.extras)}]" if plan.extras else ""
+    install_projects = f"RUN {ROOT}/venv/bin/pip install{projects}\n" if projects else ""
+    ca = f"COPY build-ca.pem {ROOT}/build-ca.pem\nARG PIP_CERT={ROOT}/build-ca.pem\n" if plan.ca_cert else ""
+    if packed:
+        omnienv_source = f"ADD {PACKED[0]} {ROOT}/\n"
+        app = f"ADD {PACKED[1]} {ROOT}/\n" if plan.app else ""
+    else:
+        omnienv_source, app = f"COPY omnienv-src {ROOT}/omnienv-src\n", f"COPY app {ROOT}/app\n"
+    return f"""FROM {plan.base}
+ENV DEBIAN_FRONTEND=noninteractive PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore
+RUN set -eu; packages="{packages}"; \\
+    if ! python3 -c "import ensurepip, venv" 2>/dev/null; then packages="$packages python3 python3-venv"; fi; \\
+    if [ -n "$packages" ]; then apt-get update; apt-get install -y --no-install-recommends $packages; \\
+    rm -rf /var/lib/apt/lists/*; fi; \\
+    python3 -m venv {ROOT}/venv
+{ca}{omnienv_source}RUN {ROOT}/venv/bin/pip install "{ROOT}/omnienv-src{extras}"
+{app}{install_projects}"""
 
 
 def docker_quoted(value: str) -> str:

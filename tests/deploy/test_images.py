@@ -1,16 +1,19 @@
 """Images built by ``omnienv build`` from a local base, started by ``from_docker_image`` and driven by
 OpenEnv's own client from its virtualenv; the Jupyter image also faces the security suite's probes
-from inside its sandbox. A private daemon runs them (tests/deploy/daemon.py) and is taken down after.
+from inside its sandbox; an exported Harbor task's image is built and run as Harbor runs it. A
+private daemon runs them (tests/deploy/daemon.py) and is taken down after.
 """
 
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import secrets
 import signal
 import subprocess
 import sys
+import tarfile
 import time
 from contextlib import closing
 from pathlib import Path
@@ -22,10 +25,13 @@ import pytest
 from omnienv.client import AsyncHTTPClient, AsyncWebSocketClient, HTTPClient, WebSocketClient
 from omnienv.client.container import OWNER_LABEL, ContainerError, start_container
 from omnienv.core import CapacityError, ToolCall
-from omnienv.envs.terminal import Terminal
+from omnienv.envs.terminal import Terminal, export_harbor
 from omnienv.envs.terminal.oracle import solution_calls
 from omnienv.envs.wordle.env import Wordle
+from omnienv.envs.wordle.solver import WordleSolver
 from tests.deploy.conftest import Images
+from tests.deploy.daemon import BASE_IMAGE, pip_ca_bundle
+from tests.envs.test_harbor_export import rewards
 from tests.net import free_port, healthy
 from tests.peerenv import ROOT, peer_python
 from tests.peers._run import by_kind
@@ -202,3 +208,44 @@ def test_serve_image_runs_the_container_with_the_servers_options_until_stopped(i
             server.kill()
             server.wait()
     assert not _ours(), "omnienv serve --image left its container behind"
+
+
+def _folder_as_tar(folder: Path, name: str) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        tar.add(folder, arcname=name)
+    return buffer.getvalue()
+
+
+def test_an_exported_harbor_task_builds_and_its_solution_wins_as_harbor_runs_it(images: Images, tmp_path: Path) -> None:
+    """An exported Wordle task's environment/ builds with no registry holding omnienv (from the local
+    base; its first layers are the Wordle image's, already built). In a container started as Harbor
+    starts one (its own command, no network, no added option), solution/solve.sh plays; then tests/
+    is copied in, as Harbor does once the agent is done, and tests/test.sh writes the win's reward."""
+    images("wordle")
+    export_harbor(Wordle, tmp_path, ["test"], base=BASE_IMAGE, ca_cert=pip_ca_bundle())
+    task_dir = tmp_path / WORDLE_TASK.replace("/", "-")
+    tag = f"omnienv-test-harbor-task:{secrets.token_hex(4)}"
+    with closing(docker.from_env()) as client:
+        container = None
+        try:
+            client.images.build(path=str(task_dir / "environment"), tag=tag, network_mode="host", forcerm=True)
+            container = client.containers.run(tag, ["sh", "-c", "sleep infinity"], detach=True, network_mode="none")
+
+            def run(script: str) -> str:
+                code, output = container.exec_run(["bash", "-c", script], workdir="/app")
+                assert code == 0, f"{script} exited {code}: {output.decode(errors='replace')[-3000:]}"
+                return str(output.decode())
+
+            run("mkdir -p /logs/verifier")
+            container.put_archive("/", _folder_as_tar(task_dir / "solution", "solution"))
+            run("bash /solution/solve.sh")
+            container.put_archive("/", _folder_as_tar(task_dir / "tests", "tests"))
+            run("bash /tests/test.sh")
+            reward = json.loads(run("cat /logs/verifier/reward.json"))["reward"]
+        finally:
+            if container is not None:
+                container.remove(force=True)
+            if client.images.list(name=tag.split(":")[0]):
+                client.images.remove(tag, force=True)
+    assert reward == rewards(Wordle, WordleSolver, [WORDLE_TASK])[0] and reward > 1.0

@@ -6,7 +6,10 @@ environment's task becomes a directory whose agent acts through a shell command,
 
 - ``instruction.md``: the environment's prompt, then its tools as commands;
 - ``task.toml``: the limits, and ``[metadata.omnienv]`` naming the environment, task and seed;
-- ``environment/Dockerfile``: a slim Python image with omnienv installed;
+- ``environment/``: the image's build context, as ``omnienv build`` writes it
+  (:mod:`omnienv.deploy.context`): the environment's Debian packages, a virtualenv with omnienv and
+  the extras the environment needs, from omnienv's own source (an archive in the context: no
+  registry needs to hold omnienv), and the author's code for ``package.module:Class``;
 - ``tests/test.sh``: ``omnienv harbor grade`` replays the calls the agent made into a fresh
   environment and writes the episode's reward to ``/logs/verifier/reward.json`` (a void episode
   writes none: Harbor then records an error, never a score);
@@ -17,17 +20,24 @@ Harbor puts the environment in the agent's container, so an exported game's rule
 answers) are on the agent's disk; for training against a hostile agent, serve the environment
 itself. Reading an exported folder back (``omnienv serve DIR``) gives the original environment
 over the exported tasks (:func:`exported_environment`).
+
+Environments that run the agent's code in bubblewrap (Jupyter, the desktop) are refused
+(:class:`HarborExportError`): bubblewrap needs two container options (docs/deploy.md) that Harbor's
+container is not started with, and omnienv never runs the agent's code unsandboxed.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
+import os
 import re
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import omnienv
 from omnienv.core import EnvironmentBase, OmniEnvError, Task, ToolSpec, as_sync, load_environment, registered
@@ -35,7 +45,10 @@ from omnienv.envs.terminal.env import Terminal
 from omnienv.envs.terminal.harbor import HarborTaskError, read_toml
 from omnienv.envs.terminal.workspace import copy_tree
 
-__all__ = ["export_harbor", "exported_environment", "exported_identity", "spec_of"]
+if TYPE_CHECKING:
+    from omnienv.deploy.context import ImagePlan
+
+__all__ = ["HarborExportError", "export_harbor", "exported_environment", "exported_identity", "spec_of"]
 
 _INSTRUCTION = """{prompt}
 
@@ -48,17 +61,36 @@ environment answers. The episode ends when an action says so. Your tools:
 """
 
 
+class HarborExportError(OmniEnvError):
+    """The environment's tasks cannot be written as Harbor tasks; the message says why and what to do."""
+
+    code = "HARBOR_EXPORT_ERROR"
+
+
 def spec_of(env_class: type[EnvironmentBase]) -> str:
-    """How the environment is loaded again: its registry name, else ``module:Class``."""
-    if env_class.name in registered():
-        with contextlib.suppress(OmniEnvError):
-            if load_environment(env_class.name) is env_class:
-                return env_class.name
+    """How the environment is loaded again: its registry name, its catalog name, else ``module:Class``."""
+    entry = getattr(env_class, "entry", None)
+    for name in (env_class.name if env_class.name in registered() else None, getattr(entry, "name", None)):
+        if isinstance(name, str):
+            with contextlib.suppress(OmniEnvError):
+                if load_environment(name) is env_class:
+                    return name
     return f"{env_class.__module__}:{env_class.__qualname__}"
 
 
-def export_harbor(env_class: type[EnvironmentBase], out: Path, splits: Sequence[str] | None = None) -> list[Path]:
-    """Write the tasks of ``splits`` (default: all) under ``out``; returns the task directories."""
+def export_harbor(
+    env_class: type[EnvironmentBase],
+    out: Path,
+    splits: Sequence[str] | None = None,
+    *,
+    base: str | None = None,
+    ca_cert: Path | None = None,
+) -> list[Path]:
+    """Write the tasks of ``splits`` (default: all) under ``out``; returns the task directories.
+
+    ``base`` (default ``python:3.11-slim``) and ``ca_cert`` are those of ``omnienv build``
+    (:func:`omnienv.deploy.plan_image`): every task's image is built from ``base``. Raises
+    :class:`HarborExportError` for an environment that sandboxes the agent's code in bubblewrap."""
     chosen = tuple(splits or env_class.splits)
     written: list[Path] = []
     if issubclass(env_class, Terminal):
@@ -69,14 +101,50 @@ def export_harbor(env_class: type[EnvironmentBase], out: Path, splits: Sequence[
                 written.append(target)
         return written
     spec = spec_of(env_class)
+    plan = _image_plan(env_class, spec, base, ca_cert)
     policy = next(iter(env_class.policies), None)
+    sources: list[Path] = []  # the first task's build sources; every other task's are links to them
     for split in chosen:
         for task in env_class.task_index().split(split):
-            written.append(_write_task(env_class, spec, task, policy, out))
+            written.append(_write_task(env_class, spec, task, policy, out, plan, sources))
     return written
 
 
-def _write_task(env_class: type[EnvironmentBase], spec: str, task: Task, policy: str | None, out: Path) -> Path:
+def _image_plan(env_class: type[EnvironmentBase], spec: str, base: str | None, ca_cert: Path | None) -> ImagePlan:
+    """The image plan of ``omnienv build`` for the tasks' image, less the server: the commands in
+    a task run the environment in their own process. Refuses a sandboxed environment."""
+    try:
+        import packaging.requirements  # noqa: F401  (the deploy extra's: omnienv's requirements for the image)
+
+        from omnienv.deploy.context import DEFAULT_BASE, plan_image
+    except ImportError as exc:
+        raise HarborExportError(
+            f"exporting to Harbor writes each task's image context, which needs the deploy extra: "
+            f"pip install 'omnienv[server,deploy]' ({exc})"
+        ) from None
+    plan = plan_image(spec, base=base or DEFAULT_BASE, ca_cert=ca_cert)
+    if plan.sandboxed:
+        raise HarborExportError(
+            f"{env_class.name} runs the agent's code in a bubblewrap sandbox, which needs container options "
+            "that Harbor does not start its task containers with (--security-opt seccomp=unconfined and "
+            "systempaths=unconfined, docs/deploy.md), and omnienv never runs the agent's code unsandboxed: "
+            f"its tasks cannot be exported to Harbor. Serve it instead (omnienv serve {spec}), or build its "
+            f"image (omnienv build {spec}) and run that with those two options (omnienv serve --image TAG)"
+        )
+    return dataclasses.replace(plan, extras=tuple(sorted(set(env_class.extras))))
+
+
+def _write_task(
+    env_class: type[EnvironmentBase],
+    spec: str,
+    task: Task,
+    policy: str | None,
+    out: Path,
+    plan: ImagePlan,
+    sources: list[Path],
+) -> Path:
+    from omnienv.deploy.context import ROOT, docker_quoted, install_steps
+
     if any(ord(character) < 32 or ord(character) == 127 for character in task.id):
         raise HarborTaskError(f"task id {task.id!r} holds control characters: it cannot name a Harbor task")
     target = out / _folder_name(task.id)
@@ -117,11 +185,16 @@ def _write_task(env_class: type[EnvironmentBase], spec: str, task: Task, policy:
             ]
         )
     )
+    _write_sources(plan, target / "environment", out, sources)
+    loose = any(inside not in plan.projects for _, inside in plan.app)  # code imported from app/, not installed
+    importable = f'ENV PYTHONPATH="{ROOT}/app"\n' if loose else ""
     (target / "environment" / "Dockerfile").write_text(
-        "FROM python:3.11-slim\n"
-        f'RUN pip install --no-cache-dir "omnienv=={omnienv.__version__}"\n'
+        f"# The omnienv environment {json.dumps(env_class.name)} for one task: `omnienv harbor act|grade|solve`.\n"
+        "# Written by `omnienv export harbor`: omnienv and its needs come from this folder, no registry.\n"
+        f"{install_steps(plan, packed=True)}"
+        f'ENV PATH="{ROOT}/venv/bin:$PATH"\n{importable}'
         "WORKDIR /app\n"
-        f"ENV OMNIENV_HARBOR_ENV={json.dumps(spec)} OMNIENV_HARBOR_TASK={json.dumps(task.id)} "
+        f"ENV OMNIENV_HARBOR_ENV={docker_quoted(spec)} OMNIENV_HARBOR_TASK={docker_quoted(task.id)} "
         f"OMNIENV_HARBOR_SEED={seed}\n"
     )
     _script(target / "tests" / "test.sh", "omnienv harbor grade --out /logs/verifier/reward.json")
@@ -129,6 +202,25 @@ def _write_task(env_class: type[EnvironmentBase], spec: str, task: Task, policy:
         (target / "solution").mkdir(exist_ok=True)
         _script(target / "solution" / "solve.sh", f"omnienv harbor solve --policy {policy}")
     return target
+
+
+def _write_sources(plan: ImagePlan, context: Path, out: Path, sources: list[Path]) -> None:
+    """The build sources of ``plan`` in ``context``: written for the first task (into ``sources``),
+    hard links to those for the others (copies where links cannot be made): a thousand tasks hold
+    one copy of omnienv on disk."""
+    from omnienv.deploy.context import PACKED, write_sources
+
+    for name in (*PACKED, "build-ca.pem"):  # what an earlier export of this task left
+        with contextlib.suppress(FileNotFoundError):
+            (context / name).unlink()
+    if not sources:
+        sources.extend(write_sources(plan, context, packed=True, skip=out))
+        return
+    for source in sources:
+        try:
+            os.link(source, context / source.name)
+        except OSError:  # another file system, or one without links
+            shutil.copy2(source, context / source.name)
 
 
 def _folder_name(task_id: str) -> str:
