@@ -116,7 +116,7 @@ def serve(
 
         check_workers(workers)
     except ImportError as exc:
-        raise fail(f"serving needs the server extra: pip install 'omnienv[server]' ({exc})") from None
+        raise _needs_server_extra(exc) from None
     except ValueError as exc:
         raise fail(str(exc)) from None
     if image is not None:
@@ -147,7 +147,7 @@ def serve(
         from omnienv.server import ServerConfig
         from omnienv.server import serve as run
     except ImportError as exc:
-        raise fail(f"serving needs the server extra: pip install 'omnienv[server]' ({exc})") from None
+        raise _needs_server_extra(exc) from None
     try:
         config = ServerConfig(
             max_sessions=max_sessions,
@@ -172,9 +172,12 @@ def serve(
     if nemo_gym:
         if ray is not None or agent_only:
             raise fail("--nemo-gym serves NeMo Gym's routes alone, on this process: drop --ray and --agent-only")
-        from omnienv.dialects.nemo_gym_gymnasium import nemo_gym_app
+        try:
+            from omnienv.dialects.nemo_gym_gymnasium import nemo_gym_app
 
-        app = nemo_gym_app(cls, config)
+            app = nemo_gym_app(cls, config)
+        except ImportError as exc:  # a dialect's own dependency (NeMo Gym's signed cookie: itsdangerous)
+            raise _needs_server_extra(exc) from None
         loaded()
         run(app, host, port, log_level=log_level, after_start=announce)
         return
@@ -202,9 +205,16 @@ def serve(
         except (ConnectionError, TimeoutError) as exc:
             raise fail(str(exc)) from None
         return
-    app = create_app(cls, config)
+    try:
+        app = create_app(cls, config)
+    except ImportError as exc:  # the routes' own dependencies are imported as the app is assembled
+        raise _needs_server_extra(exc) from None
     loaded()
     run(app, host, port, log_level=log_level, after_start=announce)  # announced once it answers: see _announce
+
+
+def _needs_server_extra(exc: ImportError) -> typer.Exit:
+    return fail(f"serving needs the server extra: pip install 'omnienv[server]' ({exc})")
 
 
 def _announce(
