@@ -152,6 +152,29 @@ class EnvHost:
             return _error(exc)
         return True, None
 
+    async def stop(self, exit_within: float | None = None) -> int:
+        """Close every session's environment: the pool is shutting this host down, and what the
+        environments started (kernels, displays, sandboxes) must go with them, not outlive the
+        process. The pool then has the host exit through Ray, which runs the process's exit
+        handlers (those take process-wide pools of kernels down). Answers how many it closed; an
+        environment that fails to close keeps no other from closing.
+
+        ``exit_within`` (a host actor's pool passes it): end the process that many seconds from
+        now if it is still running then. Python waits for the host's threads before it runs the
+        exit handlers, so a blocking call stuck on one would hold the exit forever, and Ray's
+        ``ray.kill`` no longer reaches an actor that has begun exiting."""
+        if exit_within is not None:
+            timer = threading.Timer(exit_within, os._exit, args=(1,))
+            timer.daemon = True
+            timer.start()
+        envs, self.envs = list(self.envs.values()), {}
+        if self.inline:  # nothing suspends: one after the other, without a task each
+            for env in envs:
+                await _quietly(env.close())
+        else:
+            await asyncio.gather(*(_quietly(env.close()) for env in envs))
+        return len(envs)
+
     # -- batches: one actor call for many sessions --------------------------------------------
 
     async def call_many(self, calls: list[Call]) -> list[Reply]:
@@ -223,6 +246,11 @@ class InlineEnvHost:
                 info["channel"] = self.channel.address
             return info
 
+    def stop(self, exit_within: float | None = None) -> int:
+        """:meth:`EnvHost.stop`."""
+        with self.lock:
+            return _run_now(self.host.stop(exit_within))
+
 
 def host_class(env_class: type[EnvironmentBase]) -> type[EnvHost] | type[InlineEnvHost]:
     """The actor class that hosts ``env_class``: :class:`InlineEnvHost` for an environment whose
@@ -256,6 +284,13 @@ def encode(value: Any) -> bytes:
             if b"__main__" not in data:  # a false alarm (a string that says so) only costs time
                 return data
     return bytes(cloudpickle.dumps(value, protocol=5))
+
+
+async def _quietly(closing: Coroutine[Any, Any, Any]) -> None:
+    try:
+        await closing
+    except Exception:  # one environment that fails to close keeps no other from closing
+        pass
 
 
 def _run_now(coroutine: Coroutine[Any, Any, T]) -> T:

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import select
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -32,6 +34,10 @@ from omnienv.ray.host import host_class, is_inline
 __all__ = ["Host", "HostPool", "actor_options"]
 
 logger = logging.getLogger("omnienv.ray")
+
+_STOP_TIMEOUT = 10.0
+"""How long a pool shutting down waits for its actors to close their environments and exit
+before it kills them."""
 
 _START_FAILURES = 3
 """Replacements that die before answering, in a row, after which the pool stops replacing: an
@@ -287,16 +293,25 @@ class HostPool:
 
     # -- the end ------------------------------------------------------------------------------
 
-    def shutdown(self) -> None:
-        """Kill every actor of the pool, replacements still starting included."""
+    def shutdown(self, timeout: float = _STOP_TIMEOUT) -> None:
+        """Stop every actor of the pool: each closes the environments it still holds and exits,
+        its process's exit handlers included, so that what the environments started (kernels,
+        sandboxes and their folders, mounts and cgroups) goes with them; ``ray.kill`` would end
+        the process at once and leave all that behind. The actors that have not exited within
+        ``timeout`` seconds, and replacements still starting, are killed."""
         self.closed = True
-        for host in [*self.hosts, *(host for _, host in self.starting)]:
+        hosts = [*self.hosts, *(host for _, host in self.starting)]
+        self.starting = []
+        running = [host for host in hosts if host.alive and host.pid]  # the ones that answered
+        for host in hosts:
             if host.alive:
                 host.alive = False
                 host.death = "the pool was shut down"
             host.disconnect()
-            _kill(host.actor)
-        self.starting = []
+        exited = _stop(running, timeout, wait=not is_inline(self.env_class))
+        for host in hosts:
+            if host not in exited:
+                _kill(host.actor)
 
     def __enter__(self) -> HostPool:
         return self
@@ -311,6 +326,68 @@ def _call_soon(loop: asyncio.AbstractEventLoop, callback: Any) -> None:
         loop.call_soon_threadsafe(callback)
     except RuntimeError:
         pass
+
+
+def _stop(hosts: list[Host], timeout: float, *, wait: bool) -> set[Host]:
+    """Have ``hosts`` close their environments, then exit (Ray's graceful ``__ray_terminate__``,
+    which runs the process's exit handlers); answers the ones that exited within ``timeout``.
+    ``wait``: also wait for their processes on this node to end (see below).
+
+    Two steps, each waited for: an async actor may start its calls in any order, and one told
+    to exit while it has not begun closing would exit with its environments still open."""
+    if not hosts:
+        return set()
+    deadline = time.monotonic() + timeout
+    closing = {host.actor.stop.remote(timeout): host for host in hosts}  # and exit within timeout
+    closed, _ = ray.wait(list(closing), num_returns=len(closing), timeout=timeout)
+    exiting = {closing[ref].actor.__ray_terminate__.remote(): closing[ref] for ref in closed}
+    if not exiting:
+        return set()
+    left = max(0.0, deadline - time.monotonic())
+    done, _ = ray.wait(list(exiting), num_returns=len(exiting), timeout=left)  # an exit answers an error
+    exited = {exiting[ref] for ref in done}
+    if not wait:
+        return exited
+    # Ray answers the exit before the process has run its exit handlers (a pool of kernels
+    # deleting their sandboxes): a caller that stops Ray next (omnienv serve --ray local) would
+    # kill it half done. Processes on this node can be waited for (about half a second each, in
+    # parallel); on other nodes they finish on their own, or end themselves when ``timeout`` is
+    # up (EnvHost.stop). An inline environment (a game like Wordle) starts nothing that needs
+    # it, and its pool does not wait.
+    here = ray.get_runtime_context().get_node_id()
+    for host in exited:
+        if host.node_id == here:
+            _wait_exit(host.pid, deadline - time.monotonic())
+    return exited
+
+
+def _wait_exit(pid: int, timeout: float) -> None:
+    """Wait up to ``timeout`` seconds for process ``pid`` (of this machine) to end."""
+    if timeout <= 0:
+        return
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return
+    except (AttributeError, OSError):  # no pidfd here (not Linux, or an old kernel): poll
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and _exists(pid):
+            time.sleep(0.01)
+        return
+    try:
+        select.select([fd], [], [], timeout)  # readable once the process has ended
+    finally:
+        os.close(fd)
+
+
+def _exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's: it exists
+        pass
+    return True
 
 
 def _kill(actor: Any) -> None:

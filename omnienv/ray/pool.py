@@ -139,7 +139,7 @@ class EnvPool:
         return await self._agather(self._state_batch(envs))
 
     def close(self) -> None:
-        """Close every environment; kill the actors too when this pool started them."""
+        """Close every environment; stop the actors too when this pool started them."""
         if self.closed:
             return
         self.closed = True

@@ -47,7 +47,7 @@ def ray_app(
     direct: bool = True,
     **overrides: Any,
 ) -> Iterator[OmniApp]:
-    """Start host actors for ``env`` on the connected cluster, yield the app, kill them after.
+    """Start host actors for ``env`` on the connected cluster, yield the app, stop them after.
     ``direct=False`` calls them through Ray instead of their own connections (:class:`HostPool`)."""
     with HostPool(env, actors, options=actor_options, direct=direct) as hosts:
         yield create_ray_app(env, hosts, config, **overrides)
@@ -67,7 +67,7 @@ def serve_on_ray(
     **uvicorn_options: Any,
 ) -> None:
     """``omnienv serve ENV --ray ADDRESS``: join (or start) Ray, start the host actors, say where
-    each one runs, serve until interrupted, then kill the actors and leave the cluster. A cluster
+    each one runs, serve until interrupted, then stop the actors and leave the cluster. A cluster
     that cannot be joined is a :class:`ConnectionError` naming the fix. A loopback ``ADDRESS``
     (``127.0.0.1:6379``) keeps this driver on 127.0.0.1 (:func:`omnienv.ray.connect`)."""
     import ray

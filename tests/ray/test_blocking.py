@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
+import signal
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
+import psutil
 import pytest
 import ray.cloudpickle
 
 import tests.ray.envs as envs
+from omnienv.core import ToolCall
 from omnienv.ray import HostPool, RemoteEnv
 from omnienv.ray.serving import create_ray_app
 from omnienv.server import running
+from tests.polling import eventually
 
 pytestmark = pytest.mark.usefixtures("ray_local")
 ray.cloudpickle.register_pickle_by_value(envs)  # the actors need not import the test package
@@ -45,3 +52,30 @@ def test_blocking_tools_run_on_the_hosts_pool_and_a_hung_step_hits_the_deadline(
         assert app.state.manager.sessions[sid].env is not first
         assert http.post(f"/sessions/{sid}/step", json=call("where")).json()["type"] == "observation"
         assert http.delete(f"/sessions/{sid}").status_code == 200
+
+
+def test_an_actor_whose_blocking_step_hangs_still_ends_when_its_pool_shuts_down(tmp_path: Path) -> None:
+    """Shutting down, an actor exits through Ray, and Python first waits for the host's threads:
+    one stuck in a tool would keep the process alive for good, past ``ray.kill`` too (the actor
+    has begun exiting). The actor ends itself when the pool's time is up."""
+    started = tmp_path / "started"
+    hosts = HostPool(envs.SlowWork, 1, options={"num_cpus": 0.5})
+    pid = hosts.hosts[0].pid
+
+    async def hang() -> None:
+        env = await RemoteEnv.open(hosts)
+        await env.reset()
+        step = asyncio.ensure_future(env.step(ToolCall("stall", {"seconds": 600, "started": str(started)})))
+        try:
+            await asyncio.to_thread(eventually, started.exists, 30, "the stalling step starts on the actor")
+        finally:
+            step.cancel()  # the front stops waiting; the actor's thread stays stuck in the tool
+
+    try:
+        asyncio.run(hang())
+        hosts.shutdown(timeout=2)
+        eventually(lambda: not psutil.pid_exists(pid), 20, "the actor's process ends despite its stuck thread")
+    finally:
+        hosts.shutdown()  # idempotent
+        if psutil.pid_exists(pid):  # reaped even when the test failed
+            os.kill(pid, signal.SIGKILL)

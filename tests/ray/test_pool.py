@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from pathlib import Path
 from typing import ClassVar
 
 import pytest
@@ -18,6 +19,7 @@ from tests.polling import eventually
 from tests.ray.conftest import kill
 
 pytestmark = pytest.mark.usefixtures("ray_local")
+ray.cloudpickle.register_pickle_by_value(envs)  # the actors need not import the test package
 
 
 def play(pool: EnvPool, envs: Sequence[int], seeds: Sequence[int]) -> dict[int, StepResult]:
@@ -151,6 +153,26 @@ def test_a_reset_waits_for_the_replacement_of_the_only_actor(ray_local: None) ->
         assert replacement is not first and replacement.index == 1 and replacement.pid != first.pid
         assert all(slot.host is replacement for slot in pool.slots)
         assert all(isinstance(r, StepResult) for r in pool.step([ToolCall("guess", {"word": "crane"})] * 2))
+
+
+@pytest.mark.parametrize("env_class", [envs.Tracked, envs.TrackedBlocking], ids=["inline host", "async host"])
+def test_a_pool_shut_down_closes_the_environments_its_actors_still_hold(
+    env_class: type[envs.Tracked], tmp_path: Path
+) -> None:
+    """``ray.kill`` would end the actors at once: what their environments started (kernels,
+    sandboxes) would outlive them. Shutting down, each actor closes what it holds, then exits."""
+    marks = [tmp_path / f"env{i}" for i in range(3)]
+    with HostPool(env_class, 1, options={"num_cpus": 0.5}) as hosts:
+        pool = EnvPool(env_class, 3, hosts=hosts)  # never closed: its environments are still open
+        assert all(isinstance(o, Observation) for o in pool.reset([1, 2, 3]))
+        tracked = pool.step([ToolCall("track", {"path": str(mark)}) for mark in marks])
+        assert all(isinstance(r, StepResult) and r.observation.text == "tracking" for r in tracked), tracked
+        assert not any(mark.exists() for mark in marks)
+        actor = hosts.hosts[0]
+    assert [mark.read_text() for mark in marks] == ["closed"] * 3  # closed before shutdown returned
+    assert not actor.alive and actor.death == "the pool was shut down"
+    with pytest.raises(ray.exceptions.RayActorError):  # and the actor exited
+        ray.get(actor.actor.info.remote(), timeout=30)
 
 
 def test_actors_the_cluster_cannot_place_are_a_clear_error(ray_local: None) -> None:
