@@ -1,6 +1,6 @@
 """One private Docker daemon, one local base image and the images the tests drive, for the whole run.
 
-Making them (debootstrap, two image builds) is mostly waiting on package downloads, so it starts in
+Making them (debootstrap, one build per image) is mostly waiting on package downloads, so it starts in
 a background thread as soon as the run is known to hold these tests, and these tests run last: the
 rest of the suite runs meanwhile. Everything is taken down when the run ends, even after a failure
 (tests/deploy/daemon.py).
@@ -19,8 +19,8 @@ from omnienv.deploy import build_image
 from tests.conftest import IMAGE_WORKER
 from tests.deploy.daemon import make_base_image, pip_ca_bundle, private_daemon
 
-IMAGES = ("wordle", "jupyter", "terminal")
-"""The environments whose images the tests drive, built in this order."""
+IMAGES = ("wordle", "jupyter", "terminal", "desktop")
+"""The environments whose images the tests drive, built in this order (the desktop's, the largest, last)."""
 
 
 class Images:

@@ -1,7 +1,8 @@
 """Images built by ``omnienv build`` from a local base, started by ``from_docker_image`` and driven by
 OpenEnv's own client from its virtualenv; the Jupyter image also faces the security suite's probes
-from inside its sandbox; an exported Harbor task's image is built and run as Harbor runs it. A
-private daemon runs them (tests/deploy/daemon.py) and is taken down after.
+from inside its sandbox; the desktop image runs Xvfb and its apps in the container and a task is
+solved on it; an exported Harbor task's image is built and run as Harbor runs it. A private daemon
+runs them (tests/deploy/daemon.py) and is taken down after.
 """
 
 from __future__ import annotations
@@ -21,10 +22,12 @@ from typing import Any
 
 import docker
 import pytest
+from PIL import Image
 
 from omnienv.client import AsyncHTTPClient, AsyncWebSocketClient, HTTPClient, WebSocketClient
 from omnienv.client.container import OWNER_LABEL, ContainerError, start_container
-from omnienv.core import CapacityError, ToolCall
+from omnienv.core import CapacityError, ImageBlock, ToolCall
+from omnienv.envs.desktop import Desktop
 from omnienv.envs.terminal import Terminal, export_harbor
 from omnienv.envs.terminal.oracle import solution_calls
 from omnienv.envs.wordle.env import Wordle
@@ -125,12 +128,11 @@ def test_a_missing_image_is_a_clear_error(docker_env: dict[str, str]) -> None:
         WebSocketClient.from_docker_image("omnienv-no-such-image:latest")
 
 
-def test_the_jupyter_image_refuses_to_start_where_it_cannot_sandbox(images: Images) -> None:
+@pytest.mark.parametrize("name", ["jupyter", "desktop"])
+def test_a_sandboxing_image_refuses_to_start_where_it_cannot_sandbox(images: Images, name: str) -> None:
     """Started without the two container options bubblewrap needs, the server exits and says why."""
     with closing(docker.from_env()) as client:
-        container = client.containers.run(
-            images("jupyter"), detach=True, network_mode="host", environment={"PORT": "1"}
-        )
+        container = client.containers.run(images(name), detach=True, network_mode="host", environment={"PORT": "1"})
         try:
             assert container.wait(timeout=120)["StatusCode"] != 0
             logs = container.logs().decode()
@@ -183,6 +185,41 @@ def test_the_terminal_images_graders_nest_their_sandboxes_inside_the_container(i
         env.close()
     assert (solved.reward, solved.done, solved.failure) == (1.0, True, None), solved
     assert (armed.reward, armed.done, armed.failure) == (0.0, True, None), armed
+
+
+def test_the_desktop_image_runs_its_display_and_apps_and_a_task_is_won_on_it(images: Images) -> None:
+    """Started with exactly the two container options bubblewrap needs, the desktop's server runs
+    Xvfb, the window manager and the task's apps in the container: a screenshot is a PNG of the
+    screen with the terminal's window drawn on it, a command runs in the session's home, and the
+    task's check reads the file a shell wrote there (unsolved 0, solved 1)."""
+    task_id = "train/terminal-echo"
+    env = WebSocketClient.from_docker_image(images("desktop"))
+    try:
+        assert env.container is not None
+        with closing(docker.from_env()) as client:
+            host = client.api.inspect_container(env.container.id)["HostConfig"]
+        env.reset(task_id)
+        shot = env.step(ToolCall("screenshot", {}))
+        command = env.step(ToolCall("run_command", {"command": "echo hi > x.txt; cat x.txt"}))
+        unsolved = env.step(ToolCall("terminate", {"status": "success"}))
+        env.reset(task_id)
+        env.step(ToolCall("run_command", {"command": "echo hello-rl > hello.txt"}))
+        solved = env.step(ToolCall("terminate", {"status": "success"}))
+    finally:
+        env.close()
+    assert env.container is None and not _ours()
+    assert host["SecurityOpt"] == ["seccomp=unconfined"] and host["MaskedPaths"] == host["ReadonlyPaths"] == []
+    assert not host["Privileged"] and not host["CapAdd"], host
+    image = shot.observation.content[0]
+    assert isinstance(image, ImageBlock) and image.mime_type == "image/png", shot
+    with Image.open(io.BytesIO(image.data)) as screen:
+        assert (screen.format, screen.size) == ("PNG", Desktop().resolution)
+        darkest, lightest = screen.convert("L").getextrema()
+    assert lightest - darkest > 100, "the screen is blank: the terminal's window was not drawn"
+    assert command.observation.text == "hi\n" and command.failure is None, command
+    assert (unsolved.reward, unsolved.done, unsolved.failure) == (0.0, True, None), unsolved
+    assert (solved.reward, solved.done, solved.failure) == (1.0, True, None), solved
+    assert solved.info["success"] is True, solved
 
 
 def test_serve_image_runs_the_container_with_the_servers_options_until_stopped(images: Images) -> None:
