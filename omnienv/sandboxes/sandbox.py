@@ -353,8 +353,9 @@ def preflight() -> None:
             raise SandboxUnavailableError(
                 f"bubblewrap cannot run here ({reason}): omnienv never runs the agent's programs unsandboxed. "
                 "Install it ('make system-deps') and allow user namespaces (sysctl "
-                "kernel.unprivileged_userns_clone=1, or run the server as root / in a container started with "
-                "--privileged or a seccomp profile that allows clone(CLONE_NEWUSER))"
+                "kernel.unprivileged_userns_clone=1, or run the server as root); in a container, start it with "
+                "--security-opt seccomp=unconfined --security-opt systempaths=unconfined (docs/deploy.md), "
+                "which omnienv's clients and omnienv serve --image do"
             )
         probe()  # warns once for every per-sandbox limit the machine cannot enforce
         quota = Path(work) / "quota"
