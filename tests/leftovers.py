@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from omnienv.sandboxes.sandbox import sweep_stale
+from omnienv.sandboxes.upkeep import sweep_stale
 
 TEST_BASES = "oj-*"
 IDLE_S = 3600.0

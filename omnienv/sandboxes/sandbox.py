@@ -17,7 +17,7 @@ Kernels, X clients, the window manager, input tools and shells all start through
   host) gets a tmpfs of ``Limits.run_bytes`` and ``Limits.run_files`` the same way.
 - **nothing left behind**: :meth:`Sandbox.close` kills the cgroup, the process groups and the
   process trees, unmounts the work dir and deletes every file. A sandbox whose owner died (its
-  ``owner.lock`` is free) is swept by the next :func:`sweep_stale`.
+  ``owner.lock`` is free) is swept by the next :func:`~omnienv.sandboxes.upkeep.sweep_stale`.
 
 The host exchanges data with the sandbox only through pipes, sockets it owns, or files opened in
 the work dir without following symlinks (:meth:`Sandbox.read_work_file`).
@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import functools
 import logging
 import os
 import signal
@@ -35,7 +34,6 @@ import stat
 import subprocess
 import tempfile
 import threading
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -54,13 +52,15 @@ from omnienv.sandboxes.bubblewrap import (
 )
 from omnienv.sandboxes.cgroups import Cgroup, probe
 from omnienv.sandboxes.procfs import process_tree
-from omnienv.sandboxes.tmpfs import mount_tmpfs, remove_tree, unmount
+from omnienv.sandboxes.tmpfs import mount_tmpfs, remove_tree
 
-__all__ = ["Sandbox", "preflight", "sweep_stale"]
+__all__ = ["Sandbox"]
 
 logger = logging.getLogger("omnienv.sandbox")
 
-_LOCK = "owner.lock"
+OWNER_LOCK = "owner.lock"
+"""Locked by a sandbox's owner while it lives: a sandbox whose lock is free is swept
+(:func:`~omnienv.sandboxes.upkeep.sweep_stale`)."""
 
 
 class Sandbox:
@@ -85,10 +85,10 @@ class Sandbox:
         # is locked before it gets its name: a sweeper (another process's pool starting) that found
         # it unlocked in between would delete this sandbox as it is being made. It is the first
         # thing made, so a root without one is a few microseconds old or its owner died making it.
-        unnamed = self.root / f".{_LOCK}.new"
+        unnamed = self.root / f".{OWNER_LOCK}.new"
         self._owner_lock = os.open(unnamed, os.O_CREAT | os.O_EXCL | os.O_RDWR | os.O_CLOEXEC, 0o600)
         fcntl.flock(self._owner_lock, fcntl.LOCK_EX)
-        os.rename(unnamed, self.root / _LOCK)
+        os.rename(unnamed, self.root / OWNER_LOCK)
         self.run_dir = self.root / "run"
         storage = self.root / "work"
         self.work_dir = storage / "home"
@@ -334,36 +334,6 @@ class Sandbox:
         os.close(self._owner_lock)
 
 
-@functools.cache
-def preflight() -> None:
-    """bubblewrap must run here (probed once), and every limit it cannot enforce is said loudly now.
-
-    Environments that run the agent's code call this from :meth:`EnvironmentBase.preflight
-    <omnienv.core.env.EnvironmentBase.preflight>`, so a server says it at start-up, before the first
-    episode; an environment never runs the agent's programs unsandboxed.
-    """
-    with tempfile.TemporaryDirectory(prefix="omnienv-probe-") as work:
-        command = bwrap_command(["true"], work_dir=work)
-        try:
-            probe_run = subprocess.run(command, capture_output=True, timeout=30, check=False, env=dict(LAUNCH_ENV))
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            probe_run = subprocess.CompletedProcess(command, -1, b"", str(exc).encode())
-        if probe_run.returncode != 0:
-            reason = probe_run.stderr.decode("utf-8", "replace").strip()[:300]
-            raise SandboxUnavailableError(
-                f"bubblewrap cannot run here ({reason}): omnienv never runs the agent's programs unsandboxed. "
-                "Install it ('make system-deps') and allow user namespaces (sysctl "
-                "kernel.unprivileged_userns_clone=1, or run the server as root); in a container, start it with "
-                "--security-opt seccomp=unconfined --security-opt systempaths=unconfined (docs/deploy.md), "
-                "which omnienv's clients and omnienv serve --image do"
-            )
-        probe()  # warns once for every per-sandbox limit the machine cannot enforce
-        quota = Path(work) / "quota"
-        quota.mkdir()
-        if mount_tmpfs(quota, 1024 * 1024, 16):  # warns once when work dirs cannot be capped
-            unmount(quota)
-
-
 PACKAGE = Path(__file__).resolve().parents[1]
 """omnienv's own package directory."""
 
@@ -390,48 +360,3 @@ def _relative_parts(path: str) -> list[str]:
     if not parts or ".." in parts or text.startswith("/"):
         raise ValueError(f"'{path}' is not a file inside the work directory; use a relative path")
     return parts
-
-
-def _unlocked_for(root: Path) -> float:
-    """Seconds since a root without a named lock last changed (its owner died before naming it)."""
-    try:
-        return time.time() - root.stat().st_mtime
-    except OSError:
-        return 0.0
-
-
-def sweep_stale(base_dir: str | None = None, prefix: str = "omnienv-", *, unlocked_grace: float = 60.0) -> int:
-    """Delete the sandboxes of owners that died (their lock is free): files, mounts, cgroups.
-
-    A root that never got its lock (its owner died in the microseconds after making the folder) is
-    deleted once it has not changed for ``unlocked_grace`` seconds: it cannot be told from one being
-    made any sooner.
-    """
-    base = Path(base_dir or tempfile.gettempdir())
-    removed = 0
-    with contextlib.suppress(OSError):
-        for root in base.iterdir():
-            if not root.name.startswith(prefix) or not root.is_dir() or root.is_symlink():
-                continue
-            try:
-                fd = os.open(root / _LOCK, os.O_RDWR | os.O_CLOEXEC)
-            except FileNotFoundError:
-                if _unlocked_for(root) >= unlocked_grace and not (root / _LOCK).exists():
-                    remove_tree(root)
-                    removed += 1
-                continue
-            except OSError:
-                continue  # not ours
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                os.close(fd)
-                continue  # its owner is alive
-            try:
-                if probe().parents:
-                    Cgroup(probe(), root.name).remove()
-                remove_tree(root)
-            finally:
-                os.close(fd)
-            removed += 1
-    return removed

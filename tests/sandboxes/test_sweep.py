@@ -11,8 +11,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from omnienv.sandboxes.sandbox import Sandbox, sweep_stale
+from omnienv.sandboxes.sandbox import Sandbox
 from omnienv.sandboxes.tmpfs import remove_tree
+from omnienv.sandboxes.upkeep import sweep_stale
 
 
 def test_only_roots_of_dead_owners_are_swept() -> None:

@@ -160,7 +160,7 @@ class Jupyter(AsyncEnvironment):
     def preflight(cls) -> None:
         """A served Jupyter refuses to start where kernels cannot be sandboxed, and says what it cannot limit."""
         if os.environ.get("OMNIENV_CODE_SANDBOX", "local") == "local":
-            from omnienv.sandboxes.sandbox import preflight
+            from omnienv.sandboxes.upkeep import preflight
 
             preflight()
 

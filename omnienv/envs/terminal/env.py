@@ -33,8 +33,9 @@ from omnienv.envs.terminal.harbor import HarborTask, find_tasks
 from omnienv.envs.terminal.verifier import VERIFIER_PREFIX, Verdict, preflight_nesting, verify
 from omnienv.envs.terminal.workspace import build_workspace, env_for, workspace_binds, workspace_dir
 from omnienv.sandboxes.bubblewrap import Limits
-from omnienv.sandboxes.sandbox import Sandbox, sweep_stale
+from omnienv.sandboxes.sandbox import Sandbox
 from omnienv.sandboxes.shell import CommandResult, SandboxShell
+from omnienv.sandboxes.upkeep import sweep_stale
 
 __all__ = ["SUITE", "Terminal", "harbor_environment"]
 
@@ -124,7 +125,7 @@ class Terminal(Environment):
     def preflight(cls) -> None:
         """A served terminal refuses to start where shells cannot be sandboxed, or where the
         graders of its tasks cannot sandbox the agent's code inside the verifier's sandbox."""
-        from omnienv.sandboxes.sandbox import preflight
+        from omnienv.sandboxes.upkeep import preflight
 
         preflight()
         if any(task.nests_its_grader for task in cls.harbor_tasks().values()):

@@ -12,7 +12,7 @@ from omnienv.sandboxes.jupyter.errors import SandboxStartError
 from omnienv.sandboxes.jupyter.kernel import PREFIX, START_TIMEOUT, SandboxedKernel
 from omnienv.sandboxes.jupyter.packages import KERNEL_PACKAGES, kernel_view
 from omnienv.sandboxes.pool import WarmPool
-from omnienv.sandboxes.sandbox import sweep_stale as sweep_sandboxes
+from omnienv.sandboxes.upkeep import sweep_stale as sweep_sandboxes
 
 __all__ = ["KernelPool", "default_pool", "sweep_stale"]
 

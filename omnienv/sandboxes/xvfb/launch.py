@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 from omnienv.sandboxes.procfs import children
-from omnienv.sandboxes.sandbox import preflight
+from omnienv.sandboxes.upkeep import preflight
 
 __all__ = ["AppLog", "on_spawner", "program_pid", "require_sandbox"]
 

@@ -23,7 +23,7 @@ from typing import Any
 from omnienv.core.threads import to_blocking_thread
 from omnienv.sandboxes.desktop import DisplayError
 from omnienv.sandboxes.pool import WarmPool
-from omnienv.sandboxes.sandbox import sweep_stale
+from omnienv.sandboxes.upkeep import sweep_stale
 from omnienv.sandboxes.xvfb.display import PREFIX, DisplaySpec, XvfbDisplay
 
 DEFAULT_SPEC = DisplaySpec()

@@ -44,7 +44,7 @@ LEASES = ".omnienv-x-users"
 """The leases' directory, in ``/run``: one place for every process of the machine whatever its
 ``TMPDIR`` (two places would hand one uid out twice), and writable by root alone (a directory
 another user made first would stop every desktop). Not named ``omnienv-*``, in case it falls back
-to the temporary directory: :func:`~omnienv.sandboxes.sandbox.sweep_stale` deletes those of dead
+to the temporary directory: :func:`~omnienv.sandboxes.upkeep.sweep_stale` deletes those of dead
 owners there, and this one has no owner."""
 
 
