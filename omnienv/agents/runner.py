@@ -2,9 +2,10 @@
 
 For each episode the runner opens one stateful HTTP session on an omnienv server (its own, served
 on 127.0.0.1 for the run, or ``url``), resets it, and starts the harness with the prompt as its
-instruction, its model on the capture proxy's per-episode URL, and its commands on the shell
-relay's per-episode URL (:mod:`omnienv.agents.relay`), so every command runs with the
-environment's shell tool in the session's sandbox and every model call is recorded token-exact.
+instruction (with :func:`~omnienv.agents.shell.shell_only_note` after it), its model on the
+capture proxy's per-episode URL, and its commands on the shell relay's per-episode URL
+(:mod:`omnienv.agents.relay`), so every command runs with the environment's shell tool in the
+session's sandbox and every model call is recorded token-exact.
 When the harness is done the session's episode is ended (``end()``: the rubric, or the task's
 verifier, scores it) unless the agent already submitted, and one trajectory line and one
 :class:`~omnienv.capture.TrainingRecord` are made.
@@ -35,7 +36,7 @@ import orjson
 from omnienv.agents.harness import EpisodeContext, Harness, install_shim
 from omnienv.agents.process import Finished, run_process
 from omnienv.agents.relay import EpisodeShell, Relay, serving
-from omnienv.agents.shell import ShellTool, find_shell_tool
+from omnienv.agents.shell import ShellTool, find_shell_tool, shell_only_note
 from omnienv.capture.calls import ModelCall
 from omnienv.capture.proxy import CaptureProxy
 from omnienv.capture.records import TrainingRecord
@@ -87,6 +88,8 @@ class _Run:
     proxy: CaptureProxy
     root: Path
     timeout_s: float
+    note: str = ""
+    """Told to the harness after each prompt (:func:`~omnienv.agents.shell.shell_only_note`)."""
     relay: Relay = field(default_factory=Relay)
     relay_url: str = ""
 
@@ -129,7 +132,7 @@ class _Run:
         try:
             context = EpisodeContext(
                 plan.index,
-                episode.prompt.text,
+                episode.prompt.text + self.note,
                 self.model,
                 model_url,
                 self.api_key,
@@ -247,7 +250,8 @@ def run_agents(
         stack.enter_context(proxy)
         root = stack.enter_context(_scratch(workdir))
         sinks = [stack.enter_context(path.open("wb")) if path else None for path in (out, records)]
-        run = _Run(harness, cls.name, tool, model, api_key, url, proxy, root, limit)
+        note = shell_only_note(cls.tools, tool, harness.submit_marker)
+        run = _Run(harness, cls.name, tool, model, api_key, url, proxy, root, limit, note)
         done = asyncio.run(_main(run, plans, concurrency, sinks[0], sinks[1], on_episode))
     summary = summarize(item.episode for item in done)
     if out is not None:

@@ -21,13 +21,13 @@ check scores what it did, not the status).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from omnienv.core import ToolCall, UsageError
 
-__all__ = ["SUBMIT_TOOLS", "ShellOutput", "ShellTool", "find_shell_tool"]
+__all__ = ["SUBMIT_TOOLS", "ShellOutput", "ShellTool", "find_shell_tool", "shell_only_note"]
 
 SHELL_TOOLS = ("run", "execute_shell_command", "bash", "shell", "run_command", "execute")
 """Tool names tried first, in this order, when the caller names none."""
@@ -161,3 +161,34 @@ def find_shell_tool(tools: Mapping[str, _Listed], name: str | None = None) -> Sh
     listed = ", ".join(sorted(tools)) or "none"
     wanted = f"tool '{name}' taking a string 'command'" if name else "shell tool (a tool taking a string 'command')"
     raise UsageError(f"the environment has no {wanted}; its tools: {listed}")
+
+
+def shell_only_note(tools: Iterable[str], shell: ShellTool, submit_marker: str | None) -> str:
+    """What a harness that has only a shell is told after the environment's prompt.
+
+    Prompts are written for an agent that calls the environment's tools ("call screenshot first",
+    "call final_answer with the value"); a harness runs shell commands and nothing else, so it is
+    told which tools it does not have and how it does what the prompt's submit tool does: with its
+    ``submit_marker`` (the lines after it are the answer, where the tool takes one), or not at all.
+    """
+    others = [name for name in tools if name not in (shell.name, shell.submit)]
+    parts = []
+    if others:
+        listed = ", ".join(others)
+        parts.append(
+            "You act through shell commands only; they run in this task's environment. Its other tools "
+            f"({listed}) are not available to you: where the task mentions them, use commands instead."
+        )
+    if shell.submit is not None:
+        if submit_marker is None:
+            parts.append(
+                f"You cannot call {shell.submit}: when you stop, the task is scored as its environment then stands."
+            )
+        elif shell.submit_arg is not None and shell.submit_value is None:
+            parts.append(
+                f"To give your answer (what the task calls {shell.submit}), run `echo {submit_marker}` followed by "
+                f"the answer alone on the next line, e.g. `printf '%s\\n' {submit_marker} 'ANSWER'`."
+            )
+        else:
+            parts.append(f"When you are done (what the task calls {shell.submit}), run `echo {submit_marker}`.")
+    return "\n\n" + " ".join(parts) if parts else ""

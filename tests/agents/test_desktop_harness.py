@@ -111,6 +111,10 @@ def test_a_shell_only_agent_solves_a_desktop_task_and_submits(played: Played) ->
     assert last.result.info["success"] is True and line.done and not line.truncated
     assert harness["stopped"] == "exited" and harness["exit_code"] == 0 and harness["submitted"] is True
     assert "mean reward" in played.stdout and "harness ends: exited: 2" in played.stdout, played.stdout
+    # the prompt says "call screenshot ... end with terminate": the harness was told it has neither
+    asked = str(played.records[WIN].calls[0].request)
+    assert find_task(WIN).instruction in asked and "(screenshot, cursor_position," in asked, asked
+    assert "(what the task calls terminate), run `echo TINY_AGENT_DONE`." in asked, asked
 
 
 def test_a_harness_that_stops_without_submitting_is_scored_as_the_desktop_stands(played: Played) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import io
 import socket
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ from starlette.testclient import TestClient
 from omnienv.agents import CommandHarness, EpisodeContext, MiniSweAgent, find_shell_tool, load_harness, load_spec
 from omnienv.agents.harness import DEAD_PROXY, base_environ, install_shim
 from omnienv.agents.relay import EpisodeShell, Relay
-from omnienv.agents.shell import ShellTool
+from omnienv.agents.shell import ShellTool, shell_only_note
 from omnienv.agents.shim import _command, baked, main
 from omnienv.core import EpisodeOverError, Observation, SessionLostError, StepResult, ToolCall, UsageError
 from omnienv.envs.desktop import Desktop
@@ -37,6 +38,25 @@ def test_the_shell_tools_of_terminal_jupyter_and_the_desktop_are_found() -> None
         find_shell_tool(Wordle.tools)
     with pytest.raises(UsageError, match="no tool 'read_file' taking a string 'command'"):
         find_shell_tool(Terminal.tools, "read_file")
+
+
+def test_a_shell_only_harness_is_told_the_tools_it_lacks_and_how_it_submits() -> None:
+    desktop = shell_only_note(Desktop.tools, find_shell_tool(Desktop.tools), "MARK")
+    assert desktop.startswith("\n\n") and "(screenshot, cursor_position," in desktop and "hold_key, wait)" in desktop
+    assert "run_command" not in desktop and "(what the task calls terminate), run `echo MARK`." in desktop
+    jupyter = shell_only_note(Jupyter.tools, find_shell_tool(Jupyter.tools), "MARK")
+    assert "get_notebook_state" in jupyter and "execute_shell_command" not in jupyter
+    # the example the note gives submits the answer alone: the relay's rule reads what follows the marker
+    example = jupyter.split("e.g. `")[1].split("`")[0].replace("ANSWER", "42")
+    printed = subprocess.run(["sh", "-c", example], capture_output=True, text=True, check=True).stdout
+    session = FakeSession(result(printed + "[exit code 0]"), result("Submitted.", done=True))
+    shell = EpisodeShell(session, find_shell_tool(Jupyter.tools), "MARK")  # type: ignore[arg-type]
+    assert asyncio.run(shell.run(example, None))["submitted"] is True
+    assert session.calls[1] == ToolCall("final_answer", {"answer": "42"})
+    # a harness with no marker cannot submit, and is told so; a shell alone needs no note
+    unmarked = shell_only_note(Terminal.tools, find_shell_tool(Terminal.tools), None)
+    assert "You cannot call submit: when you stop" in unmarked
+    assert shell_only_note(["run"], ShellTool("run"), "MARK") == ""
 
 
 def test_a_tool_text_splits_into_output_and_exit_code() -> None:
