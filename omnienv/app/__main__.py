@@ -15,7 +15,14 @@ from functools import partial
 from omnienv.app import create_app
 from omnienv.core.errors import WorkerLostError
 from omnienv.core.registry import load_environment
-from omnienv.server.config import IDLE_TIMEOUT, MAX_SESSIONS, STEP_TIMEOUT, WORKER_STALL_TIMEOUT, ServerConfig
+from omnienv.server.config import (
+    IDLE_TIMEOUT,
+    MAX_SESSIONS,
+    STEP_TIMEOUT,
+    WORKER_STALL_TIMEOUT,
+    ServerConfig,
+    needs_server_extra,
+)
 from omnienv.server.origins import WILDCARDS
 from omnienv.server.run import serve
 
@@ -87,7 +94,12 @@ def main(argv: list[str] | None = None) -> None:
             flush=True,
         )
     if args.workers == 1:
-        serve(create_app(load_environment(args.env), config), args.host, args.port, log_level=args.log_level)
+        cls = load_environment(args.env)
+        try:
+            app = create_app(cls, config)
+        except ImportError as exc:  # the routes' own dependencies are imported as the app is assembled
+            parser.exit(2, f"error: {needs_server_extra(exc)}\n")
+        serve(app, args.host, args.port, log_level=args.log_level)
         return
     from omnienv.server.supervisor import bind, serve_workers
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from omnienv.cli.common import console, env_class, errors, fail, loaded
-from omnienv.server.config import IDLE_TIMEOUT, MAX_SESSIONS, STEP_TIMEOUT, WORKER_STALL_TIMEOUT
+from omnienv.server.config import IDLE_TIMEOUT, MAX_SESSIONS, STEP_TIMEOUT, WORKER_STALL_TIMEOUT, needs_server_extra
 
 if TYPE_CHECKING:
     from omnienv.server import ServerConfig
@@ -116,7 +116,7 @@ def serve(
 
         check_workers(workers)
     except ImportError as exc:
-        raise _needs_server_extra(exc) from None
+        raise fail(needs_server_extra(exc)) from None
     except ValueError as exc:
         raise fail(str(exc)) from None
     if image is not None:
@@ -147,7 +147,7 @@ def serve(
         from omnienv.server import ServerConfig
         from omnienv.server import serve as run
     except ImportError as exc:
-        raise _needs_server_extra(exc) from None
+        raise fail(needs_server_extra(exc)) from None
     try:
         config = ServerConfig(
             max_sessions=max_sessions,
@@ -177,7 +177,7 @@ def serve(
 
             app = nemo_gym_app(cls, config)
         except ImportError as exc:  # a dialect's own dependency (NeMo Gym's signed cookie: itsdangerous)
-            raise _needs_server_extra(exc) from None
+            raise fail(needs_server_extra(exc)) from None
         loaded()
         run(app, host, port, log_level=log_level, after_start=announce)
         return
@@ -208,13 +208,9 @@ def serve(
     try:
         app = create_app(cls, config)
     except ImportError as exc:  # the routes' own dependencies are imported as the app is assembled
-        raise _needs_server_extra(exc) from None
+        raise fail(needs_server_extra(exc)) from None
     loaded()
     run(app, host, port, log_level=log_level, after_start=announce)  # announced once it answers: see _announce
-
-
-def _needs_server_extra(exc: ImportError) -> typer.Exit:
-    return fail(f"serving needs the server extra: pip install 'omnienv[server]' ({exc})")
 
 
 def _announce(

@@ -133,12 +133,16 @@ def test_the_quickstart_demo_serves_wordle_and_the_solver_wins_over_the_websocke
         httpx.get(f"{served.group(1)}/health", timeout=5)
 
 
-def test_serve_without_a_routes_dependency_names_the_extra_instead_of_a_traceback(tmp_path: Path) -> None:
+@pytest.mark.parametrize("serve", [["omnienv.cli.main", "serve"], ["omnienv.app"]], ids=["omnienv-serve", "app"])
+def test_serve_without_a_routes_dependency_names_the_extra_instead_of_a_traceback(
+    tmp_path: Path, serve: list[str]
+) -> None:
     """The dialects' routes import their own packages as the app is assembled (NeMo Gym's signed
-    cookie needs itsdangerous): one missing is the server extra missing, said as such."""
+    cookie needs itsdangerous): one missing is the server extra missing, said as such, by
+    ``omnienv serve`` and by the lean ``python -m omnienv.app`` alike."""
     (tmp_path / "itsdangerous.py").write_text("raise ImportError(\"No module named 'itsdangerous'\")\n")
     env = {**os.environ, "PYTHONPATH": str(tmp_path), "COLUMNS": "200"}
-    command = [sys.executable, "-m", "omnienv.cli.main", "serve", "wordle", "--port", str(free_port())]
+    command = [sys.executable, "-m", *serve, "wordle", "--port", str(free_port())]
     result = subprocess.run(command, capture_output=True, text=True, timeout=120, env=env)
     assert result.returncode == 2, result.stdout + result.stderr
     assert "serving needs the server extra: pip install 'omnienv[server]'" in result.stderr, result.stderr
