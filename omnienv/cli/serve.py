@@ -59,7 +59,10 @@ def serve(
         ),
     ] = None,
     ray_actors: Annotated[int, typer.Option(help="Ray host actors, many sessions each (0: one per CPU)")] = 0,
-    ray_cpus: Annotated[float, typer.Option(help="CPUs each Ray host actor asks for")] = 1.0,
+    ray_cpus: Annotated[
+        float | None,
+        typer.Option(help="CPUs each Ray host actor asks for [default: the environment's ray_options, else 1]"),
+    ] = None,
     ray_direct: Annotated[
         bool,
         typer.Option(
@@ -186,7 +189,7 @@ def serve(
             from omnienv.ray.serving import serve_on_ray
         except ImportError as exc:
             raise fail(f"--ray needs the ray extra: pip install 'omnienv[ray]' ({exc})") from None
-        options = {"num_cpus": ray_cpus}
+        options = {} if ray_cpus is None else {"num_cpus": ray_cpus}  # else the class's ray_options, or 1
         announce()
         loaded()
         try:

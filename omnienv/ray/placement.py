@@ -177,7 +177,7 @@ class HostPool:
                 raise TimeoutError(
                     f"{len(pending)} of {len(self.hosts)} Ray actors did not start within {timeout:g} s: "
                     f"the cluster lacks the resources they ask for ({self.options}); lower --ray-actors "
-                    "or the per-actor requests, or add nodes"
+                    "or the per-actor requests (--ray-cpus, the environment's ray_options), or add nodes"
                 )
             done, _ = ray.wait(list(pending), num_returns=len(pending), timeout=min(left, 1.0))
             for ref in done:

@@ -16,7 +16,9 @@ from typer.testing import CliRunner
 from omnienv.cli.main import app as cli
 from omnienv.client import WebSocketClient
 from omnienv.core import ToolCall
+from omnienv.envs.wordle import Wordle
 from omnienv.envs.wordle.solver import next_guess, read_marks
+from omnienv.ray.placement import actor_options
 from tests.net import free_port
 from tests.polling import eventually, wait_healthy
 
@@ -85,7 +87,7 @@ def test_ray_flag_takes_an_address(monkeypatch: pytest.MonkeyPatch) -> None:
     args = ["serve", "wordle", "--ray", "local", "--ray-actors", "3", "--port", "9"]
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output
-    assert seen["address"] == "local" and seen["actors"] == 3 and seen["actor_options"] == {"num_cpus": 1.0}
+    assert seen["address"] == "local" and seen["actors"] == 3 and seen["actor_options"] == {}
     assert seen["direct"] is True
     result = CliRunner().invoke(cli, [*args, "--ray-calls"])
     assert result.exit_code == 0 and seen["direct"] is False
@@ -101,3 +103,20 @@ def test_a_cluster_that_cannot_be_joined_is_a_clear_error(monkeypatch: pytest.Mo
     result = CliRunner().invoke(cli, ["serve", "wordle", "--port", "9", "--ray", "auto"])
     assert result.exit_code == 2
     assert "cannot join the Ray cluster at 'auto'" in result.output and "--ray local" in result.output
+
+
+def test_an_actors_cpus_come_from_the_class_unless_the_command_line_says(monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/ray.md: a class's ``ray_options`` set each actor's requests, and ``--ray-cpus`` wins."""
+    seen: dict[str, Any] = {}
+    monkeypatch.setattr("omnienv.ray.serving.serve_on_ray", lambda *_, **kw: seen.update(kw))
+    monkeypatch.setattr(Wordle, "ray_options", {"num_cpus": 0.25, "memory": 1 << 30}, raising=False)
+    args = ["serve", "wordle", "--ray", "local", "--port", "9"]
+    assert CliRunner().invoke(cli, args).exit_code == 0
+    asked = actor_options(Wordle, seen["actor_options"])
+    assert asked["num_cpus"] == 0.25 and asked["memory"] == 1 << 30
+    assert CliRunner().invoke(cli, [*args, "--ray-cpus", "2"]).exit_code == 0
+    asked = actor_options(Wordle, seen["actor_options"])
+    assert asked["num_cpus"] == 2.0 and asked["memory"] == 1 << 30
+    monkeypatch.delattr(Wordle, "ray_options")
+    assert CliRunner().invoke(cli, args).exit_code == 0
+    assert actor_options(Wordle, seen["actor_options"])["num_cpus"] == 1  # neither says: one CPU
