@@ -323,3 +323,20 @@ def test_remote_step_timeout_is_a_masked_failure() -> None:
                 env._close()
     finally:
         Counter.release.set()
+
+
+def test_a_full_server_masks_the_rollout_it_refuses() -> None:
+    """docs/trl.md: a full server refuses the session, and that rollout is masked as failed,
+    never scored 0; the probe ``environment_factory`` makes of the URL holds no session."""
+    with running(create_app(Wordle, max_sessions=1)) as url:
+        cls = environment_factory(url)
+        held, refused = cls(), cls()
+        try:
+            assert held.reset(**ROW, task_id="test/0003") == PROMPT
+            assert "void" in refused.reset(**ROW, task_id="test/0003")
+            assert refused.failure is not None and refused.failure.kind == "capacity_reached", refused.failure
+            assert refused.get_reward() is None
+            assert "left" in held.guess(word="crane") and held.failure is None  # the held session plays on
+        finally:
+            held._close()
+            refused._close()

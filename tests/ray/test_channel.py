@@ -337,3 +337,34 @@ def test_no_listener_is_unreachable_and_nothing_was_sent() -> None:
             await client.request(b"x")
 
     run(scenario)
+
+
+@pytest.mark.parametrize("kind", ["thread", "async"])
+def test_both_ends_give_up_a_silent_peer_after_about_twenty_seconds(kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/ray.md: keepalive probes after 10 s of silence give up about 10 s later (5 probes, 2 s
+    apart), and data left unanswered for 20 s ends the connection (``TCP_USER_TIMEOUT``)."""
+    tuned: list[dict[str, int]] = []
+    tune = channel_module._tune
+
+    def recorded(sock: socket.socket) -> None:
+        tune(sock)
+        options = [(socket.SOL_SOCKET, "SO_KEEPALIVE"), (socket.IPPROTO_TCP, "TCP_NODELAY")]
+        options += [(socket.IPPROTO_TCP, name) for name in ("TCP_KEEPIDLE", "TCP_KEEPINTVL", "TCP_KEEPCNT")]
+        options.append((socket.IPPROTO_TCP, "TCP_USER_TIMEOUT"))
+        tuned.append({name: sock.getsockopt(level, getattr(socket, name)) for level, name in options})
+
+    monkeypatch.setattr(channel_module, "_tune", recorded)
+
+    async def scenario() -> None:
+        async with served(kind) as server:
+            client = ChannelClient(server.address, asyncio.get_running_loop())
+            try:
+                assert await client.request(b"abc") == b"cba"
+            finally:
+                client.close()
+
+    run(scenario)
+    expected = {"TCP_KEEPIDLE": 10, "TCP_KEEPINTVL": 2, "TCP_KEEPCNT": 5, "TCP_USER_TIMEOUT": 20_000}
+    assert len(tuned) == 2, tuned  # the front's end and the actor's
+    for options in tuned:
+        assert options["SO_KEEPALIVE"] and options["TCP_NODELAY"] and options == {**options, **expected}, options

@@ -155,6 +155,22 @@ def test_a_reset_waits_for_the_replacement_of_the_only_actor(ray_local: None) ->
         assert all(isinstance(r, StepResult) for r in pool.step([ToolCall("guess", {"word": "crane"})] * 2))
 
 
+def test_replacements_that_die_while_starting_stop_after_three_in_a_row(ray_local: None) -> None:
+    """docs/ray.md: an actor that cannot start at all is not restarted forever."""
+    with HostPool("wordle", 1, options={"num_cpus": 0.5}) as hosts, EnvPool("wordle", 1, hosts=hosts) as pool:
+        pool.reset([1])
+        wordle, hosts.env_class = hosts.env_class, envs.TrackedBlocking  # Wordle's actor class refuses it
+        try:
+            kill(hosts.hosts[0])
+            assert isinstance(pool.step([ToolCall("guess", {"word": "crane"})])[0], WorkerLostError)
+            for _ in range(5):  # each reset waits for the replacement starting, which dies; the next one starts
+                assert isinstance(pool.reset([2])[0], WorkerLostError)
+            assert hosts.replaced == 3 and not hosts.starting and not hosts.live
+            assert isinstance(pool.reset([3])[0], WorkerLostError) and hosts.replaced == 3  # no fourth
+        finally:
+            hosts.env_class = wordle
+
+
 @pytest.mark.parametrize("env_class", [envs.Tracked, envs.TrackedBlocking], ids=["inline host", "async host"])
 def test_a_pool_shut_down_closes_the_environments_its_actors_still_hold(
     env_class: type[envs.Tracked], tmp_path: Path
