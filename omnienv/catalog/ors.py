@@ -34,6 +34,7 @@ import binascii
 import importlib
 import random
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -213,6 +214,21 @@ def _tasks(connection: OrsConnection, env: str, split: str) -> tuple[Task, ...]:
     return tuple(Task(str(task_id), split, {"index": i}) for i, task_id in enumerate(ids))
 
 
+def _distinct_across_splits(tasks: dict[str, tuple[Task, ...]]) -> dict[str, tuple[Task, ...]]:
+    """The tasks, each id named by its split (``test/7``) where a server gives one id in two splits.
+
+    ORS ids need only be unique within a split, but an omnienv task id names one task (``reset(task=
+    "7")`` must know which), and ``check_env`` fails an id filed under two splits, as it would be
+    for a task leaking from train into test; the server still opens each by split and index."""
+    counts = Counter(task.id for listed in tasks.values() for task in listed)  # unique within each split
+    if all(count == 1 for count in counts.values()):
+        return tasks
+    return {
+        split: tuple(Task(f"{split}/{task.id}", split, task.data, task.answer) for task in listed)
+        for split, listed in tasks.items()
+    }
+
+
 def _discover(connection: OrsConnection, wanted: str | None) -> dict[str, Any]:
     """What the server says about one of its environments: name, tools, tasks, version."""
     names = connection.json("GET", "/list_environments")
@@ -237,7 +253,7 @@ def _discover(connection: OrsConnection, wanted: str | None) -> dict[str, Any]:
     return {
         "env": env,
         "tools": tools,
-        "tasks": {str(split): _tasks(connection, env, str(split)) for split in splits},
+        "tasks": _distinct_across_splits({str(split): _tasks(connection, env, str(split)) for split in splits}),
         "version": str(version) if version is not None else None,
     }
 

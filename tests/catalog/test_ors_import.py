@@ -11,16 +11,18 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from omnienv.catalog.ors import is_ors_url, outcome
+from omnienv.catalog.ors import OrsEnvironment, _distinct_across_splits, is_ors_url, outcome
 from omnienv.cli.main import app
 from omnienv.core import (
     EnvironmentFailure,
+    Task,
     ToolCall,
     ToolError,
     UnknownEnvironmentError,
     check_env,
     load_environment,
 )
+from omnienv.core.split_check import splits_are_disjoint
 from omnienv.envs.wordle import Wordle
 from omnienv.envs.wordle.solver import next_guess, read_marks
 from tests.catalog.servers import free_port, omnienv_server, served
@@ -185,3 +187,23 @@ def test_replies_map_to_results_mistakes_and_failures() -> None:
         outcome({"ok": True, "output": voided})
     with pytest.raises(EnvironmentFailure, match="without blocks"):
         outcome({"ok": True, "output": {"reward": 1.0}})
+
+
+def test_ids_a_server_repeats_across_splits_are_named_by_their_split() -> None:
+    """ORS ids need be unique only within a split; an omnienv id names one task, and check_env
+    fails one filed under two splits (as a task leaking from train into test would be)."""
+    listed = {
+        "train": (Task("a", "train", {"index": 0}), Task("b", "train", {"index": 1})),
+        "test": (Task("a", "test", {"index": 0}),),
+    }
+    renamed = _distinct_across_splits(listed)
+    assert [task.id for task in renamed["train"]] == ["train/a", "train/b"]
+    assert renamed["test"] == (Task("test/a", "test", {"index": 0}),)  # still opened by split and index
+
+    def imported(tasks: dict[str, tuple[Task, ...]]) -> type[OrsEnvironment]:
+        return type("Repeating", (OrsEnvironment,), {"split_tasks": tasks, "splits": tuple(tasks)})
+
+    assert "task ids in two splits ('a' is in train and test)" in (splits_are_disjoint(imported(listed)) or "")
+    assert splits_are_disjoint(imported(renamed)) is None
+    unique = {"train": (Task("a", "train"),), "test": (Task("b", "test"),)}
+    assert _distinct_across_splits(unique) is unique  # a server's own ids are kept where they can be
