@@ -93,7 +93,29 @@ def main() -> None:
         from omnienv.cli.common import loaded
 
         loaded()
-    tree()
+    try:
+        tree()
+    except Exception as exc:
+        message = _said_plainly(exc)
+        if message is None:
+            raise
+        from omnienv.cli.common import fail
+
+        raise SystemExit(fail(message).exit_code) from None
+
+
+def _said_plainly(exc: Exception) -> str | None:
+    """What a command's error says to the user, where it is their input's fault and not a bug:
+    omnienv's own errors name the fix in their message, and a path the user gave that cannot be
+    read or written (a directory given as ``--out``) is named with the reason. Anything else is a
+    bug, and its traceback is shown whole."""
+    from omnienv.core import OmniEnvError
+
+    if isinstance(exc, OmniEnvError):
+        return exc.message
+    if isinstance(exc, OSError) and exc.filename is not None:
+        return f"{exc.filename}: {exc.strerror or exc}"
+    return None
 
 
 def _root() -> None:
