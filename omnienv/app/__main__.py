@@ -13,10 +13,11 @@ import sys
 from functools import partial
 
 from omnienv.app import create_app
-from omnienv.core.errors import WorkerLostError
+from omnienv.core.errors import OmniEnvError, WorkerLostError
 from omnienv.core.registry import load_environment
 from omnienv.server.config import (
     IDLE_TIMEOUT,
+    LOG_LEVELS,
     MAX_SESSIONS,
     STEP_TIMEOUT,
     WORKER_STALL_TIMEOUT,
@@ -31,7 +32,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m omnienv.app", description=__doc__.split("\n")[0])
     parser.add_argument("env", help="environment name or 'package.module:Class'")
     parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--port", type=_port, default=8000, help="TCP port (0: any free one)")
     parser.add_argument("--max-sessions", type=int, default=MAX_SESSIONS, help="all workers together")
     parser.add_argument(
         "--workers", type=int, default=1, help="worker processes on the one port; each session lives on one"
@@ -44,7 +45,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--idle-timeout", type=float, default=IDLE_TIMEOUT, help="seconds; 0 disables")
     parser.add_argument("--step-timeout", type=float, default=STEP_TIMEOUT, help="seconds; 0 disables")
-    parser.add_argument("--log-level", default="warning")
+    parser.add_argument("--log-level", default="warning", choices=LOG_LEVELS)
     parser.add_argument(
         "--agent-only",
         action="store_true",
@@ -93,8 +94,11 @@ def main(argv: list[str] | None = None) -> None:
             file=sys.stderr,
             flush=True,
         )
+    try:
+        cls = load_environment(args.env)  # an unknown name fails here, once, not in every worker
+    except OmniEnvError as exc:
+        parser.exit(2, f"error: {exc.message}\n")
     if args.workers == 1:
-        cls = load_environment(args.env)
         try:
             app = create_app(cls, config)
         except ImportError as exc:  # the routes' own dependencies are imported as the app is assembled
@@ -103,7 +107,6 @@ def main(argv: list[str] | None = None) -> None:
         return
     from omnienv.server.supervisor import bind, serve_workers
 
-    load_environment(args.env)  # an unknown name fails here, once, not in every worker
     sock = bind(args.host, args.port)
     port = sock.getsockname()[1]
     print(f"serving on http://{args.host}:{port} with {args.workers} workers", file=sys.stderr, flush=True)
@@ -113,6 +116,12 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(f"error: {exc.message}")
     finally:
         sock.close()
+
+
+def _port(text: str) -> int:
+    if not text.isdigit() or not 0 <= int(text) <= 65535:  # a socket would wrap 70000 around to 4464
+        raise argparse.ArgumentTypeError(f"{text!r} is not a TCP port (0 to 65535; 0: any free one)")
+    return int(text)
 
 
 if __name__ == "__main__":

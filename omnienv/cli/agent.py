@@ -19,7 +19,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from omnienv.cli.common import console, env_class, fail
-from omnienv.cli.rollout import show_summary
+from omnienv.cli.rollout import exit_if_nothing_scored, show_summary
 from omnienv.core import OmniEnvError
 
 __all__ = ["agent_app"]
@@ -56,7 +56,9 @@ def run(
     split: Annotated[str | None, typer.Option(help="Task split to cycle through, e.g. test")] = None,
     task: Annotated[list[str] | None, typer.Option(help="Task id to play (repeatable, cycled); beats --split")] = None,
     seed: Annotated[int, typer.Option(help="Episode i uses seed+i")] = 0,
-    timeout: Annotated[float | None, typer.Option(help="Seconds per episode before the harness is stopped")] = None,
+    timeout: Annotated[
+        float | None, typer.Option(min=0.001, help="Seconds per episode before the harness is stopped")
+    ] = None,
     out: Annotated[Path | None, typer.Option(help="Trajectories (JSONL); the summary goes beside it")] = None,
     records: Annotated[Path | None, typer.Option(help="Training records (JSONL), one per episode")] = None,
     url: Annotated[str | None, typer.Option(help="Sessions on a running omnienv server instead")] = None,
@@ -121,3 +123,5 @@ def run(
     console.print(f"harness ends: {', '.join(f'{name}: {count}' for name, count in sorted(stops.items()))}")
     console.print(f"commands per episode: {mean:.1f}; model calls captured: {len(calls)}, {with_ids} with token ids")
     console.print(f"trajectories: {out}" + (f"\nrecords: {records}" if records else ""))
+    failed = (item.episode.failure for item in result.episodes if item.episode.failure is not None)
+    exit_if_nothing_scored(result.summary, next(failed, None))

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, cast
 import typer
 
 from omnienv.core import EnvironmentBase, OmniEnvError, load_environment
+from omnienv.server.config import LOG_LEVELS
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -43,6 +44,23 @@ class _LazyConsole:
 
 console = cast("Console", _LazyConsole(emoji=False))  # no ":name:" codes in our messages: their table costs 20 ms
 errors = cast("Console", _LazyConsole(stderr=True, emoji=False))
+
+
+def port_option(default_help: str = "TCP port (0: any free one)") -> Any:
+    """A TCP port: 0 to 65535 (click refuses others with a usage error; a socket would wrap 70000
+    around to 4464 and listen there)."""
+    return typer.Option(min=0, max=65535, help=default_help)
+
+
+def log_level_option() -> Any:
+    return typer.Option(callback=_log_level, help=f"uvicorn log level: {', '.join(LOG_LEVELS)}")
+
+
+def _log_level(value: str) -> str:
+    """A usage error listing the levels, rather than uvicorn's KeyError once the server starts."""
+    if value not in LOG_LEVELS:
+        raise typer.BadParameter(f"{value!r} is not one of {', '.join(LOG_LEVELS)}")
+    return value
 
 
 def fail(message: str) -> typer.Exit:

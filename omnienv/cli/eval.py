@@ -23,7 +23,7 @@ import typer
 from omnienv.capture.calls import ModelCall
 from omnienv.capture.records import TrainingRecord
 from omnienv.cli.common import console, env_class, fail
-from omnienv.cli.rollout import remote_env, run_with_progress, show_summary
+from omnienv.cli.rollout import exit_if_nothing_scored, remote_env, run_with_progress, show_summary
 from omnienv.core import OmniEnvError
 from omnienv.rollout import plan_episodes
 from omnienv.rollout.run import kept_on_resume, read_episodes, summary_path
@@ -150,9 +150,9 @@ def evaluate(
     temperature: Annotated[float | None, typer.Option()] = None,
     max_tokens: Annotated[int | None, typer.Option(help="Per model reply")] = None,
     max_model_calls: Annotated[int | None, typer.Option(help="Per episode")] = None,
-    deadline: Annotated[float | None, typer.Option(help="Seconds before an episode is failed")] = 600.0,
-    request_timeout: Annotated[float, typer.Option(help="Seconds per model request before a retry")] = 60.0,
-    retries: Annotated[int, typer.Option(help="Retries per model request, with backoff")] = 3,
+    deadline: Annotated[float | None, typer.Option(min=0.001, help="Seconds before an episode is failed")] = 600.0,
+    request_timeout: Annotated[float, typer.Option(min=0.001, help="Seconds per model request before a retry")] = 60.0,
+    retries: Annotated[int, typer.Option(min=0, help="Retries per model request, with backoff")] = 3,
     url: Annotated[str | None, typer.Option(help="Play on a remote omnienv server instead")] = None,
     capture: Annotated[
         bool | None,
@@ -199,7 +199,7 @@ def evaluate(
                 base_url_for=base_url_for,
             )
 
-        summary = run_with_progress(
+        summary, first_failure = run_with_progress(
             cls,
             make_policy,
             plans,
@@ -218,6 +218,7 @@ def evaluate(
                 f"{summary.failures} episode(s) failed and are not scored: run the same command with "
                 "--retry-failures to play them again (the others are kept)"
             )
+        exit_if_nothing_scored(summary, first_failure)
 
     if not capturing:
         play(None, None)

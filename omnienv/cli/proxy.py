@@ -16,7 +16,7 @@ from typing import Annotated
 import typer
 
 from omnienv.capture.calls import ModelCall
-from omnienv.cli.common import fail
+from omnienv.cli.common import fail, log_level_option, port_option
 
 __all__ = ["proxy"]
 
@@ -24,7 +24,7 @@ __all__ = ["proxy"]
 def proxy(
     upstream: Annotated[str, typer.Option(help="The inference server's OpenAI base URL, e.g. http://host:8000/v1")],
     host: Annotated[str, typer.Option(help="Interface to bind")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="TCP port (0: a free one, printed)")] = 8100,
+    port: Annotated[int, port_option("TCP port (0: a free one, printed)")] = 8100,
     out: Annotated[Path | None, typer.Option(help="Append each finished call to this JSONL file")] = None,
     request_tokens: Annotated[
         bool,
@@ -33,8 +33,8 @@ def proxy(
             help="Ask the upstream for token ids and log-probabilities (vLLM's fields); off for one that rejects them",
         ),
     ] = True,
-    timeout: Annotated[float, typer.Option(help="Seconds to wait for the upstream's answer")] = 600.0,
-    log_level: Annotated[str, typer.Option(help="uvicorn log level")] = "warning",
+    timeout: Annotated[float, typer.Option(min=0.001, help="Seconds to wait for the upstream's answer")] = 600.0,
+    log_level: Annotated[str, log_level_option()] = "warning",
 ) -> None:
     """Serve the capture proxy in front of UPSTREAM until interrupted."""
     if not upstream.startswith(("http://", "https://")):
@@ -66,9 +66,15 @@ def proxy(
             sink.flush()
 
     log = CallLog(write if sink is not None else None)
-    app = create_proxy_app(upstream, log, request_tokens=request_tokens, timeout=timeout)
+    try:
+        app = create_proxy_app(upstream, log, request_tokens=request_tokens, timeout=timeout)
+    except ValueError as exc:  # an upstream URL without a host
+        raise fail(str(exc)) from None
     # Bound here, before the line is printed: whoever reads the address can connect at once.
-    listener = socket.create_server((host, port), backlog=4096)
+    try:
+        listener = socket.create_server((host, port), backlog=4096)
+    except OSError as exc:
+        raise fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     bound = listener.getsockname()[1]
     written = f", each call appended to {out}" if out is not None else ""
     typer.echo(f"capture proxy for {upstream} at http://{host}:{bound}/v1 (episodes: /episodes/NAME/v1){written}")

@@ -8,14 +8,16 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from omnienv.cli.common import console, env_class, fail
-from omnienv.core import AsyncEnv, CapacityError, EnvironmentBase, OmniEnvError
+from omnienv.cli.common import console, env_class, errors, fail
+from omnienv.core import AsyncEnv, CapacityError, EnvironmentBase, Failure, OmniEnvError
 from omnienv.rollout import EpisodePlan, Policy, Summary, make_policy, plan_episodes
 from omnienv.rollout import rollout as run_rollout
 from omnienv.rollout.loop import EnvFactory
+from omnienv.rollout.trajectory import Episode
 
 
 def rollout(
@@ -29,7 +31,7 @@ def rollout(
     out: Annotated[Path | None, typer.Option(help="Write one JSON line per episode here")] = None,
     seed: Annotated[int, typer.Option(help="Episode i uses seed+i")] = 0,
     concurrency: Annotated[int, typer.Option(min=1, help="Episodes played at once")] = 4,
-    deadline: Annotated[float | None, typer.Option(help="Seconds before an episode is failed")] = None,
+    deadline: Annotated[float | None, typer.Option(min=0.001, help="Seconds before an episode is failed")] = None,
     url: Annotated[str | None, typer.Option(help="Play on a remote omnienv server instead")] = None,
 ) -> None:
     """Roll out a policy on an environment and summarise the results."""
@@ -53,7 +55,7 @@ def play_episodes(
         plans = plan_episodes(cls, episodes, split, seed)
     except (ValueError, OmniEnvError) as exc:
         raise fail(str(exc)) from None
-    summary = run_with_progress(
+    summary, first_failure = run_with_progress(
         cls,
         make,
         plans,
@@ -66,21 +68,41 @@ def play_episodes(
     show_summary(summary, title=f"{cls.name}, policy {policy}" + (f", split {split}" if split else ""))
     if out:
         console.print(f"trajectories: {out}")
+    exit_if_nothing_scored(summary, first_failure)
 
 
 def run_with_progress(
     cls: type[EnvironmentBase], make: Callable[[], Policy], plans: list[EpisodePlan], label: str, **options: Any
-) -> Summary:
-    """:func:`omnienv.rollout.rollout` with a progress bar; errors become clean exits."""
+) -> tuple[Summary, Failure | None]:
+    """:func:`omnienv.rollout.rollout` with a progress bar; errors become clean exits. Also returns
+    the first failure of the episodes played, for :func:`exit_if_nothing_scored`."""
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    failures: list[Failure] = []
+
     with Progress(*columns, console=console) as progress:
         bar = progress.add_task(label, total=len(plans))
+
+        def played(episode: Episode) -> None:
+            progress.advance(bar)
+            if episode.failure is not None and not failures:
+                failures.append(episode.failure)
+
         try:
-            summary = run_rollout(cls, make, plans, on_episode=lambda _: progress.advance(bar), **options)
+            summary = run_rollout(cls, make, plans, on_episode=played, **options)
         except OmniEnvError as exc:
             raise fail(exc.message) from None
         progress.update(bar, completed=len(plans))
-    return summary
+    return summary, (failures[0] if failures else None)
+
+
+def exit_if_nothing_scored(summary: Summary, first_failure: Failure | None) -> None:
+    """A run none of whose episodes could be scored (the model unreachable, the server gone) is a
+    failed command: exit 1, with the first reason on the console (else it is only in the JSONL)."""
+    if not summary.episodes or summary.scored:
+        return
+    reason = f" (the first: {first_failure.kind}: {first_failure.message})" if first_failure is not None else ""
+    errors.print(f"[bold red]error:[/] every episode failed, none is scored{escape(reason)}", soft_wrap=True)
+    raise typer.Exit(1)
 
 
 def remote_env(url: str) -> EnvFactory:

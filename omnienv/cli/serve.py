@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from omnienv.cli.common import console, env_class, errors, fail, loaded
+from omnienv.cli.common import console, env_class, errors, fail, loaded, log_level_option, port_option
 from omnienv.server.config import IDLE_TIMEOUT, MAX_SESSIONS, STEP_TIMEOUT, WORKER_STALL_TIMEOUT, needs_server_extra
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ def serve(
         typer.Option(help="Serve an image made by omnienv build instead: its container on 127.0.0.1:PORT"),
     ] = None,
     host: Annotated[str, typer.Option(help="Interface to bind")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="TCP port")] = 8000,
+    port: Annotated[int, port_option()] = 8000,
     max_sessions: Annotated[
         int, typer.Option(help="Sessions open at once, all workers together (each holds its share); more are refused")
     ] = MAX_SESSIONS,
@@ -47,7 +47,7 @@ def serve(
     ] = WORKER_STALL_TIMEOUT,
     idle_timeout: Annotated[float, typer.Option(help="Close sessions idle this long, in s (0: never)")] = IDLE_TIMEOUT,
     step_timeout: Annotated[float, typer.Option(help="Fail a step running this long, in s (0: never)")] = STEP_TIMEOUT,
-    log_level: Annotated[str, typer.Option(help="uvicorn log level")] = "warning",
+    log_level: Annotated[str, log_level_option()] = "warning",
     ui: Annotated[bool, typer.Option("--ui/--no-ui", help="Serve the play page at /ui")] = True,
     ray: Annotated[
         str | None,
@@ -171,7 +171,7 @@ def serve(
             raise fail("--workers runs the whole server in several processes here: drop --ray or --nemo-gym")
         _serve_workers(env, cls.name, config, host, port, workers, allow_host, log_level)
         return
-    announce = partial(_announce, cls.name, config, host, port, allow_host, nemo_gym=nemo_gym)
+    announce = partial(_announce, cls.name, config, host, allow_host=allow_host, nemo_gym=nemo_gym)
     if nemo_gym:
         if ray is not None or agent_only:
             raise fail("--nemo-gym serves NeMo Gym's routes alone, on this process: drop --ray and --agent-only")
@@ -190,7 +190,7 @@ def serve(
         except ImportError as exc:
             raise fail(f"--ray needs the ray extra: pip install 'omnienv[ray]' ({exc})") from None
         options = {} if ray_cpus is None else {"num_cpus": ray_cpus}  # else the class's ray_options, or 1
-        announce()
+        announce(port)
         loaded()
         try:
             serve_on_ray(

@@ -6,14 +6,15 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
-from omnienv.cli.common import console, fail
+from omnienv.cli.common import console, fail, port_option
 
 
 def view(
     file: Annotated[Path, typer.Argument(help="JSONL written by omnienv rollout or omnienv eval, or a training log")],
     host: Annotated[str, typer.Option(help="Interface to bind")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="TCP port")] = 8600,
+    port: Annotated[int, port_option()] = 8600,
     allow_host: Annotated[
         list[str] | None,
         typer.Option(
@@ -38,21 +39,31 @@ def view(
         app = create_viewer_app(file, allow_hosts=tuple(allow_host or ()))
     except ValueError as exc:
         raise fail(str(exc)) from None
-    index, url = app.state.index, f"http://{host}:{port}"
-    if index.kind == "training":
-        console.print(
-            f"viewing the training log of {len(index.train_steps)} step(s) [bold]{file}[/] at {url}/", soft_wrap=True
-        )
-    else:
-        console.print(
-            f"viewing {len(index.summaries)} episode(s) of [bold]{file}[/] at {url}/ "
-            f"(charts: {url}/ui/summary.html?source=server)",
-            soft_wrap=True,
-        )
-    if host.strip().lower() in WILDCARDS and not allow_host:
-        console.print(
-            f"[yellow]bound to {host}: requests are answered only when their Host is a loopback name; "
-            "pass --allow-host NAME for each name or address the browser uses to reach this machine[/]",
-            soft_wrap=True,
-        )
-    serve(app, host, port)
+    index = app.state.index
+
+    def announce(bound: int) -> None:  # once it answers, on the port it got (for --port 0)
+        url = f"http://{host}:{bound}"
+        if index.kind == "training":
+            shown = f"the training log of {len(index.train_steps)} step(s)"
+            console.print(f"viewing {shown} [bold]{escape(str(file))}[/] at {url}/", soft_wrap=True)
+        else:
+            console.print(
+                f"viewing {len(index.summaries)} episode(s) of [bold]{escape(str(file))}[/] at {url}/ "
+                f"(charts: {url}/ui/summary.html?source=server)",
+                soft_wrap=True,
+            )
+        if index.problem_count:
+            first = "; ".join(index.report(3))
+            console.print(
+                f"[yellow]{index.problem_count} line(s) skipped, not episodes ({escape(first)}): is this "
+                "the JSONL that omnienv rollout/eval wrote (--out)?[/]",
+                soft_wrap=True,
+            )
+        if host.strip().lower() in WILDCARDS and not allow_host:
+            console.print(
+                f"[yellow]bound to {host}: requests are answered only when their Host is a loopback name; "
+                "pass --allow-host NAME for each name or address the browser uses to reach this machine[/]",
+                soft_wrap=True,
+            )
+
+    serve(app, host, port, after_start=announce)

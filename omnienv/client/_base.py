@@ -10,7 +10,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 from urllib.parse import urlsplit, urlunsplit
 
-from omnienv.core.errors import NotResetError, ProtocolError, SessionLostError
+from omnienv.core.errors import NotResetError, ProtocolError, SessionLostError, UsageError
 from omnienv.core.open_files import make_room_for_files
 from omnienv.core.tasks import Task
 from omnienv.core.threads import to_blocking_thread
@@ -42,7 +42,7 @@ def _urls(url: str) -> tuple[str, str]:
     """(http base URL, ws URL of /ws) from any of http(s)://host:port[/ws] or ws(s)://..."""
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https", "ws", "wss") or not parts.netloc:
-        raise ValueError(f"expected a server URL like http://127.0.0.1:8000, got {url!r}")
+        raise UsageError(f"expected a server URL like http://127.0.0.1:8000, got {url!r}")
     secure = parts.scheme in ("https", "wss")
     path = parts.path.rstrip("/")
     if path.endswith("/ws"):

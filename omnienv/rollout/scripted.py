@@ -35,6 +35,11 @@ def make_policy(name: str, env_class: type[EnvironmentBase], seed: int | None = 
         cls = getattr(importlib.import_module(module), attribute)
     except (ImportError, AttributeError) as exc:
         raise ValueError(f"cannot load policy '{target}': {exc}") from exc
+    if not isinstance(cls, type) or not callable(getattr(cls, "act", None)):
+        raise ValueError(
+            f"'{target}' is not a policy: name a class with a 'name' and an async 'act(episode)' that returns "
+            "the next ToolCall (omnienv.rollout.Policy)"
+        )
     # A player that needs the environment's own tasks (a Harbor suite's oracle) is made for it.
     made_for = getattr(cls, "for_environment", None)
     factory: Callable[[], Policy] = (lambda: made_for(env_class)) if made_for is not None else cls

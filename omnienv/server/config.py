@@ -8,13 +8,23 @@ from omnienv.protocol.codec import DEFAULT_MAX_MESSAGE_BYTES
 from omnienv.server.origins import check_allowed
 from omnienv.server.workers import WorkerPlace
 
-__all__ = ["IDLE_TIMEOUT", "MAX_SESSIONS", "STEP_TIMEOUT", "WORKER_STALL_TIMEOUT", "ServerConfig", "needs_server_extra"]
+__all__ = [
+    "IDLE_TIMEOUT",
+    "LOG_LEVELS",
+    "MAX_SESSIONS",
+    "STEP_TIMEOUT",
+    "WORKER_STALL_TIMEOUT",
+    "ServerConfig",
+    "needs_server_extra",
+]
 
 # The defaults, named once: ``omnienv serve`` and ``python -m omnienv.app`` offer the same ones.
 MAX_SESSIONS = 16_384
 IDLE_TIMEOUT = 600.0
 STEP_TIMEOUT = 300.0
 WORKER_STALL_TIMEOUT = 60.0
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
+"""uvicorn's log levels: what ``--log-level`` accepts."""
 
 
 def needs_server_extra(exc: ImportError) -> str:

@@ -111,7 +111,7 @@ class Server(uvicorn.Server):
     """uvicorn's server that, once its sockets listen, runs ``after_start`` and imports what
     WebSockets need in a background thread, off the path of the first requests."""
 
-    def __init__(self, config: uvicorn.Config, after_start: Callable[[], object] | None = None) -> None:
+    def __init__(self, config: uvicorn.Config, after_start: Callable[[int], object] | None = None) -> None:
         super().__init__(config)
         self.after_start = after_start
 
@@ -125,7 +125,14 @@ class Server(uvicorn.Server):
         if self.config.ws is _websocket_protocol:
             _websocket_protocol_class()
         if self.after_start is not None:
-            self.after_start()
+            self.after_start(self._bound_port())
+
+    def _bound_port(self) -> int:
+        """The port the server listens on: the one the system chose, for ``--port 0``."""
+        for server in self.servers:
+            for sock in server.sockets:
+                return int(sock.getsockname()[1])
+        return int(self.config.port)
 
 
 def serve(
@@ -133,10 +140,11 @@ def serve(
     host: str = "127.0.0.1",
     port: int = 8000,
     *,
-    after_start: Callable[[], object] | None = None,
+    after_start: Callable[[int], object] | None = None,
     **options: Any,
 ) -> None:
-    """Serve until interrupted; ``after_start()`` runs in a thread once the server answers."""
+    """Serve until interrupted; ``after_start(port)`` runs in a thread once the server answers on
+    ``port`` (the one it got, for port 0)."""
     Server(uvicorn_config(app, host, port, **options), after_start).run()
 
 
