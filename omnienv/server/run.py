@@ -125,9 +125,9 @@ class Server(uvicorn.Server):
         if self.config.ws is _websocket_protocol:
             _websocket_protocol_class()
         if self.after_start is not None:
-            self.after_start(self._bound_port())
+            self.after_start(self.bound_port())
 
-    def _bound_port(self) -> int:
+    def bound_port(self) -> int:
         """The port the server listens on: the one the system chose, for ``--port 0``."""
         for server in self.servers:
             for sock in server.sockets:
@@ -167,8 +167,7 @@ def running(app: Any, host: str = "127.0.0.1", *, timeout: float = 10.0, **optio
             if time.monotonic() > deadline:
                 raise RuntimeError(f"the server did not start within {timeout:g} s")
             time.sleep(0.005)
-        port = server.servers[0].sockets[0].getsockname()[1]
-        yield f"http://{host}:{port}"
+        yield f"http://{host}:{server.bound_port()}"
     finally:
         server.should_exit = True
         thread.join(timeout + 10)
