@@ -115,14 +115,17 @@ def load_spec(path: Path) -> CommandHarness:
     """The harness a TOML spec file describes; :class:`UsageError` says what is wrong with it."""
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise UsageError(f"cannot read the harness spec {path}: {exc}") from None
     allowed = {"name", "command", "instruction", "endpoint", "env", "submit_marker", "shell_names", "timeout_s"}
     if extra := set(data) - allowed:
         raise UsageError(f"{path}: unknown key(s) {sorted(extra)}; allowed: {', '.join(sorted(allowed))}")
     command = data.get("command")
     if isinstance(command, str):
-        command = shlex.split(command)
+        try:
+            command = shlex.split(command)
+        except ValueError as exc:  # an unclosed quote or a trailing backslash
+            raise UsageError(f"{path}: 'command' cannot be split like a shell line ({exc}); fix its quoting") from None
     if not isinstance(command, list) or not all(isinstance(part, str) for part in command):
         raise UsageError(f"{path}: 'command' must be a string or a list of strings")
     names = data.get("shell_names", [SHIM])

@@ -14,14 +14,28 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
-from omnienv.core import EnvironmentBase, UnknownEnvironmentError
+from omnienv.core import EnvironmentBase, UnknownEnvironmentError, UsageError
 
-__all__ = ["add", "config_path", "imported", "is_import_target", "load_target", "remove", "resolves"]
+__all__ = [
+    "add",
+    "check_name",
+    "config_path",
+    "imported",
+    "is_import_target",
+    "load_target",
+    "remove",
+    "resolves",
+]
 
 FILE = "imports.json"
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
+"""An import's name, spelled like the registry's (``wordle``, ``echo-game``, ``vf_tools``): it is
+typed as ``omnienv play NAME``, shown in ``omnienv list``, and must not read as a path, a
+``module:Class`` or an option."""
 
 
 def config_path() -> Path:
@@ -39,8 +53,27 @@ def imported() -> dict[str, dict[str, Any]]:
         return {}
     except (OSError, ValueError) as exc:
         raise UnknownEnvironmentError(f"cannot read {path}: {exc}; fix or delete it") from exc
-    found: dict[str, dict[str, Any]] = data.get("imports", {}) if isinstance(data, dict) else {}
+    found = data.get("imports", {}) if isinstance(data, dict) else None
+    if not isinstance(found, dict) or not all(_is_record(record) for record in found.values()):
+        raise UnknownEnvironmentError(
+            f'cannot read {path}: it must hold {{"imports": {{NAME: {{"source": ..., "target": ...}}}}}}; '
+            "fix or delete it"
+        )
     return found
+
+
+def _is_record(record: Any) -> bool:
+    """Whether ``record`` is an import as :func:`add` writes it: what every reader relies on."""
+    return isinstance(record, dict) and isinstance(record.get("source"), str) and isinstance(record.get("target"), str)
+
+
+def check_name(name: str) -> None:
+    """Refuse a name no command could take (see :data:`NAME`)."""
+    if not NAME.fullmatch(name):
+        raise UsageError(
+            f"'{name}' is not a usable name: use letters, digits, '-' and '_', starting with a letter "
+            "or digit (e.g. 'echo-game')"
+        )
 
 
 def _write(imports: dict[str, dict[str, Any]]) -> None:
@@ -54,6 +87,7 @@ def _write(imports: dict[str, dict[str, Any]]) -> None:
 def add(name: str, source: str, target: str, **details: Any) -> None:
     """Register ``target`` (of importer ``source``) under ``name``, replacing any earlier one;
     ``details`` (``args``, ``version``) are kept with it."""
+    check_name(name)
     imports = imported()
     imports[name] = {"source": source, "target": target, **{k: v for k, v in details.items() if v is not None}}
     _write(imports)

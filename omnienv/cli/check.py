@@ -8,7 +8,7 @@ import typer
 from rich.table import Table
 
 from omnienv.cli.common import console, env_class, fail, is_url
-from omnienv.core import CheckReport, check_env
+from omnienv.core import CheckReport, OmniEnvError, SessionLostError, check_env
 
 
 def check(
@@ -20,12 +20,26 @@ def check(
             from omnienv.client import check_url
         except ImportError as exc:
             raise fail(f"checking a URL needs the server extra: pip install 'omnienv[server]' ({exc})") from None
+        _reach(target)
         report = check_url(target)
     else:
         report = check_env(env_class(target))
     show_report(report)
     if not report.ok:
         raise typer.Exit(1)
+
+
+def _reach(url: str) -> None:
+    """Open one session first: a server that is down is said once, not as every check failing. One
+    that answers, however wrongly, is left to the checks to describe."""
+    from omnienv.client import WebSocketClient
+
+    try:
+        WebSocketClient.connect(url).close()
+    except SessionLostError as exc:
+        raise fail(f"cannot reach the server at {url}: {exc.message}; start it or fix the URL") from None
+    except OmniEnvError:
+        pass
 
 
 def show_report(report: CheckReport) -> None:

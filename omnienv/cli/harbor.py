@@ -37,8 +37,8 @@ class Replay:
             self.task = os.environ["OMNIENV_HARBOR_TASK"]
         except KeyError as exc:
             raise fail(f"{exc.args[0]} is not set: run this inside a task written by 'omnienv export harbor'") from None
-        self.seed = int(os.environ.get("OMNIENV_HARBOR_SEED", "0"))
-        self.log = Path(os.environ.get("OMNIENV_HARBOR_DIR", "/app/.omnienv")) / "calls.jsonl"
+        self.seed = _seed()
+        self.log = _log_dir() / "calls.jsonl"
         self.cls = env_class(self.spec)
         self.raw = self.cls()
         self.env = as_sync(self.raw)
@@ -48,13 +48,30 @@ class Replay:
             self.over = self._step(call).done or self.over
 
     def calls(self) -> list[ToolCall]:
+        """The calls in the log, in order; a line that holds no call is an error, never skipped:
+        the episode graded would not be the one the agent played."""
         if not self.log.is_file():
             return []
-        found = []
-        for line in self.log.read_bytes().splitlines()[:MAX_CALLS]:
+        lines = self.log.read_bytes().splitlines()[:MAX_CALLS]
+        return [self._call(number, line) for number, line in enumerate(lines, 1)]
+
+    def _call(self, number: int, line: bytes) -> ToolCall:
+        try:
             data = orjson.loads(line)
-            found.append(ToolCall(str(data["name"]), dict(data.get("arguments") or {})))
-        return found
+        except orjson.JSONDecodeError as exc:
+            raise self._broken(number, f"not JSON: {exc}") from None
+        arguments = data.get("arguments") if isinstance(data, dict) else None
+        if not isinstance(data, dict) or not isinstance(data.get("name"), str):
+            raise self._broken(number, "not an object with the tool's 'name'")
+        if not isinstance(arguments, dict | None):
+            raise self._broken(number, "its 'arguments' are not an object")
+        return ToolCall(data["name"], arguments or {})
+
+    def _broken(self, number: int, why: str) -> typer.Exit:
+        return fail(
+            f"the call log {self.log} is broken at line {number} ({why}): each line must be a call as "
+            '`omnienv harbor act` writes it, {"name": TOOL, "arguments": {...}}'
+        )
 
     def _step(self, call: ToolCall) -> StepResult:
         result = self.env.step(call)
@@ -73,6 +90,29 @@ class Replay:
 
     def close(self) -> None:
         self.env.close()
+
+
+def _seed() -> int:
+    """The task's seed: ``OMNIENV_HARBOR_SEED``, which the task's Dockerfile sets."""
+    text = os.environ.get("OMNIENV_HARBOR_SEED", "0")
+    try:
+        return int(text)
+    except ValueError:
+        raise fail(
+            f"OMNIENV_HARBOR_SEED={text!r} is not a whole number: it holds the task's seed, as the task's "
+            "Dockerfile sets it (unset, 0)"
+        ) from None
+
+
+def _log_dir() -> Path:
+    """The folder of the call log: ``OMNIENV_HARBOR_DIR``, by default ``/app/.omnienv``."""
+    folder = Path(os.environ.get("OMNIENV_HARBOR_DIR", "/app/.omnienv"))
+    if folder.exists() and not folder.is_dir():
+        raise fail(
+            f"OMNIENV_HARBOR_DIR={folder} is not a directory: it names the folder that holds the call log "
+            "(calls.jsonl); point it at a folder, or unset it for /app/.omnienv"
+        )
+    return folder
 
 
 def _show(result: StepResult) -> None:

@@ -30,8 +30,10 @@ CHECK_HELP = "Load it now (a server must be up) to catch a wrong target"
 
 
 def _check_name(name: str) -> None:
-    if name in registered() or "/" in name or ":" in name:
-        raise fail(f"'{name}' is taken or reserved: pick a plain name not in `omnienv list`")
+    """Refuse the name before the target is loaded: a bad spelling, or a built-in's name."""
+    imports.check_name(name)
+    if name in registered():
+        raise fail(f"'{name}' is taken: pick a name not in `omnienv list`")
 
 
 def _load(target: str) -> type[EnvironmentBase]:

@@ -166,11 +166,13 @@ def test_a_spec_launches_its_command_with_the_endpoint_and_the_shim(tmp_path: Pa
         ('command = "x"\nshell_names = ["/bin/sh"]\n', "program names"),
         ('command = "x"\n[env]\nA = 1\n', "table of strings"),
         ("command = [", "cannot read"),
+        ('command = "x"\nname = "\udcff"\n', "cannot read the harness spec .*'utf-8' codec"),  # the byte 0xff
+        ('command = "echo \\"x"\n', "'command' cannot be split like a shell line \\(No closing quotation"),
     ],
 )
 def test_a_bad_spec_is_refused_with_the_reason(tmp_path: Path, text: str, error: str) -> None:
     spec = tmp_path / "bad.toml"
-    spec.write_text(text)
+    spec.write_bytes(text.encode("utf-8", "surrogateescape"))
     with pytest.raises(UsageError, match=error):
         load_spec(spec)
 

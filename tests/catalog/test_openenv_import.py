@@ -12,7 +12,7 @@ from omnienv.catalog import imports
 from omnienv.catalog._openenv_shared import render, schema_tool
 from omnienv.catalog.openenv import is_openenv_name
 from omnienv.catalog.openenv_remote import is_openenv_url
-from omnienv.core import InvalidArgumentsError, UnknownEnvironmentError, load_environment
+from omnienv.core import InvalidArgumentsError, UnknownEnvironmentError, UsageError, load_environment
 
 MCP_RESULT = {
     "content": [{"type": "text", "text": "hi", "annotations": None, "meta": None}],
@@ -72,6 +72,22 @@ def test_imports_live_in_the_xdg_config_dir(config_home: Path) -> None:
     imports.config_path().write_text("{not json")
     with pytest.raises(UnknownEnvironmentError, match="fix or delete it"):
         imports.imported()
+
+
+@pytest.mark.parametrize("text", ['{"imports": {"x": 5}}', '{"imports": []}', "[1, 2]", '{"imports": {"x": {}}}'])
+def test_an_imports_file_of_the_wrong_shape_is_named_with_the_fix(config_home: Path, text: str) -> None:
+    imports.config_path().parent.mkdir(parents=True)
+    imports.config_path().write_text(text)
+    with pytest.raises(UnknownEnvironmentError, match=r"imports\.json: it must hold .*; fix or delete it"):
+        imports.imported()
+
+
+@pytest.mark.parametrize("name", ["", "bad name!", "a/b", "m:C", "-x", "é"])
+def test_an_import_needs_a_name_every_command_can_take(config_home: Path, name: str) -> None:
+    with pytest.raises(UsageError, match="use letters, digits, '-' and '_'"):
+        imports.add(name, "openenv", "openenv+http://127.0.0.1:9")
+    imports.add("Echo_game-2", "openenv", "openenv+http://127.0.0.1:9")
+    assert list(imports.imported()) == ["Echo_game-2"]
 
 
 def test_names_are_told_apart() -> None:

@@ -48,6 +48,9 @@ __all__ = ["BuildStep", "HarborTask", "HarborTaskError", "find_tasks", "read_tas
 
 logger = logging.getLogger("omnienv.terminal")
 
+TASK_FILES = ("instruction.md", "task.toml")
+"""Either marks a folder as a task (:func:`read_task` then says what else it lacks)."""
+
 
 @dataclass(frozen=True, slots=True)
 class HarborTask:
@@ -189,16 +192,15 @@ def find_tasks(root: Path) -> tuple[HarborTask, ...]:
     """Every runnable task under ``root`` (itself a task, or a folder of them), ids by relative path.
 
     A suite keeps the tasks that run here and logs the others with their reasons; a single task
-    that cannot run raises, and so does a folder where none can.
+    that cannot run raises, and so does a folder where none can, with every task's reason.
     """
     root = root.resolve()
     found, refused = [], []
-    if (root / "instruction.md").is_file() or _multi_step_root(root) is not None:
+    if any((root / mark).is_file() for mark in TASK_FILES) or _multi_step_root(root) is not None:
         found.append(read_task(root))
     else:
         multi_step: set[Path] = set()
-        for instruction in sorted(root.rglob("instruction.md")):
-            task_dir = instruction.parent
+        for task_dir in _task_dirs(root):
             try:
                 multi = _multi_step_root(task_dir)
                 if multi is not None:
@@ -214,12 +216,18 @@ def find_tasks(root: Path) -> tuple[HarborTask, ...]:
             "%d line(s) of Harbor verifiers under %s let the agent's files into the grader:\n  %s",
             len(hazards), root, "\n  ".join(hazards),
         )  # fmt: skip
+    if not found:
+        detail = "\n  ".join(refused) or f"no folder in it holds a task's {' or '.join(TASK_FILES)}"
+        raise HarborTaskError(f"no runnable Harbor task under {root}:\n  {detail}")
     if refused:
         logger.warning("%d Harbor task(s) under %s cannot run here:\n  %s", len(refused), root, "\n  ".join(refused))
-    if not found:
-        detail = f": {refused[0]}" if refused else ""
-        raise HarborTaskError(f"no runnable Harbor task under {root}{detail}")
     return tuple(found)
+
+
+def _task_dirs(root: Path) -> list[Path]:
+    """The folders under ``root`` that hold one of a task's files: one that lacks the others is
+    refused, saying which, rather than passed over in silence."""
+    return sorted({found.parent for mark in TASK_FILES for found in root.rglob(mark)})
 
 
 def _multi_step_root(path: Path) -> Path | None:
