@@ -49,10 +49,10 @@ def eval_command(base_url: str, out: Path, *extra: str) -> list[str]:
     ]
 
 
-def run_eval(base_url: str, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+def run_eval(base_url: str, out: Path, *extra: str, code: int = 0) -> subprocess.CompletedProcess[str]:
     command = eval_command(base_url, out, *extra)
     result = subprocess.run(command, capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "200"})
-    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.returncode == code, result.stdout + result.stderr
     return result
 
 
@@ -126,7 +126,8 @@ def test_a_server_without_token_ids_is_recorded_as_missing(tmp_path: Path) -> No
 def test_a_failed_episode_has_no_reward(tmp_path: Path) -> None:
     out, records_path = tmp_path / "run.jsonl", tmp_path / "records.jsonl"
     with running(create_app(wordle_responder, faults=Faults(error_every=1))) as url:
-        run_eval(f"{url}/v1", out, "--episodes", "2", "--retries", "0", "--records", str(records_path))
+        failed = run_eval(f"{url}/v1", out, "--episodes", "2", "--retries", "0", "--records", str(records_path), code=1)
+    assert "error: every episode failed, none is scored (the first: model:" in failed.stderr, failed.stderr
     episodes = sorted(read_episodes(out), key=lambda e: e.index)
     records = sorted(read_records(records_path), key=lambda r: r.info["index"])
     assert_matches(records, episodes)
