@@ -85,6 +85,8 @@ def plan_image(env: str, *, base: str = DEFAULT_BASE, ca_cert: Path | None = Non
     through a proxy that inspects TLS (it stays in the image, at ``/opt/omnienv/build-ca.pem``)."""
     if ca_cert is not None and not ca_cert.is_file():
         raise DeployError(f"no CA bundle at {ca_cert}: pass the PEM file pip uses here (pip config list)")
+    if ca_cert is not None and b"-----BEGIN CERTIFICATE-----" not in ca_cert.read_bytes():
+        raise DeployError(f"{ca_cert} holds no PEM certificate: pass the PEM file pip uses here (pip config list)")
     cls = load_environment(env)
     extras = {"server", *cls.extras}
     app: list[tuple[Path, str]] = []

@@ -181,3 +181,11 @@ def test_every_value_in_the_entry_script_and_dockerfile_is_quoted(tmp_path: Path
         write_context(hostile, tmp_path / "context")
     dockerfile = (write_context(replace(hostile, name="w"), tmp_path / "context") / "Dockerfile").read_text()
     assert 'ENV OMNIENV_ALLOW_HOST="a\\$HOME"\n' in dockerfile
+
+
+def test_a_ca_bundle_must_be_there_and_hold_a_pem_certificate(tmp_path: Path) -> None:
+    with pytest.raises(DeployError, match="no CA bundle at"):
+        plan_image("wordle", ca_cert=tmp_path / "missing.pem")
+    (tmp_path / "key.txt").write_text("not a certificate\n")
+    with pytest.raises(DeployError, match="holds no PEM certificate"):
+        plan_image("wordle", ca_cert=tmp_path / "key.txt")
