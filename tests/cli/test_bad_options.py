@@ -7,8 +7,6 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -16,10 +14,10 @@ import pytest
 from typer.testing import CliRunner
 
 from omnienv.cli.main import app
+from tests.cli.serving import CLI, started
 from tests.polling import eventually
 
 runner = CliRunner(env={"COLUMNS": "200"})
-CLI = [sys.executable, "-m", "omnienv.cli.main"]
 CLOSED = "http://127.0.0.1:9/v1"  # the discard port: nothing listens there
 ANNOUNCED = re.compile(r"(?:at|on) (http://127\.0\.0\.1:(\d+))[/ ]")
 
@@ -83,21 +81,6 @@ def test_an_eval_whose_every_episode_failed_exits_1_with_the_reason(tmp_path: Pa
     assert result.returncode == 1, result.stdout + result.stderr
     said = " ".join(result.stderr.split())
     assert "error: every episode failed, none is scored (the first: model:" in said and "Connection" in said, said
-
-
-@contextmanager
-def started(args: list[str], log: Path) -> Iterator[subprocess.Popen[str]]:
-    with log.open("w") as sink:
-        server = subprocess.Popen([*CLI, *args], stdout=sink, stderr=subprocess.STDOUT, text=True, cwd=log.parent)
-    try:
-        yield server
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait(timeout=30)
 
 
 @pytest.mark.parametrize("command", ["serve", "view"])

@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from omnienv.cli.main import app
 from omnienv.cli.play import parse_call
 from omnienv.envs.wordle import Wordle
+from tests.cli.serving import started
 from tests.net import free_port
 from tests.polling import eventually
 
@@ -88,11 +89,8 @@ def test_parse_call_forms() -> None:
 def test_serve_nemo_gym_announces_only_the_routes_it_serves(tmp_path: Path) -> None:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    command = [sys.executable, "-m", "omnienv.cli.main", "serve", "wordle", "--nemo-gym", "--port", str(port)]
     log = tmp_path / "serve.log"
-    with log.open("w") as sink:
-        server = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, text=True, cwd=tmp_path)
-    try:
+    with started(["serve", "wordle", "--nemo-gym", "--port", str(port)], log) as server:
 
         def announced() -> bool:
             assert server.poll() is None, log.read_text()
@@ -106,13 +104,6 @@ def test_serve_nemo_gym_announces_only_the_routes_it_serves(tmp_path: Path) -> N
             assert client.get("/ws").status_code == 404 and client.get("/ui/").status_code == 404
         # Whatever the announcement names must be there: no WebSocket and no play page on this server.
         assert not re.search(r"/ws\b|/ui\b", output), output
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait(timeout=30)
 
 
 def test_the_quickstart_demo_serves_wordle_and_the_solver_wins_over_the_websocket(tmp_path: Path) -> None:
