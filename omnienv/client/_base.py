@@ -14,7 +14,7 @@ from omnienv.core.errors import NotResetError, ProtocolError, SessionLostError, 
 from omnienv.core.open_files import make_room_for_files
 from omnienv.core.tasks import Task
 from omnienv.core.threads import to_blocking_thread
-from omnienv.core.types import Observation, State, StepResult, ToolCall
+from omnienv.core.types import Observation, State, StepResult, ToolCall, require_tool_call
 from omnienv.protocol.codec import decode, encode
 from omnienv.protocol.codes import error_from_data
 from omnienv.protocol.messages import (
@@ -103,11 +103,8 @@ class ClientBase:
             return reset_request(task.id, seed, task.split or None)
         return reset_request(task, seed)
 
-    @staticmethod
-    def _step_request(call: ToolCall) -> dict[str, Any]:
-        if not isinstance(call, ToolCall):
-            raise TypeError(f"step() takes a ToolCall, got {type(call).__name__}")
-        return step_request(call)
+    def _step_request(self, call: ToolCall) -> dict[str, Any]:
+        return step_request(require_tool_call(call, self.name, self.tools))
 
     @staticmethod
     def _encode(request: dict[str, Any]) -> str:

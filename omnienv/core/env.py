@@ -24,7 +24,7 @@ import random
 import re
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, ClassVar, NoReturn, TypeAlias
+from typing import Any, ClassVar, TypeAlias
 
 from omnienv.core.content import Block, as_blocks
 from omnienv.core.definition import check_definition
@@ -42,7 +42,7 @@ from omnienv.core.seeding import seeded
 from omnienv.core.tasks import Task, TaskIndex
 from omnienv.core.text import bounded_error
 from omnienv.core.tools import ToolSpec, collect_tools, unknown_tool
-from omnienv.core.types import Failure, Observation, State, StepResult, ToolCall, episode_over
+from omnienv.core.types import Failure, Observation, State, StepResult, ToolCall, episode_over, require_tool_call
 
 __all__ = ["AsyncEnvironment", "Environment", "EnvironmentBase"]
 
@@ -177,8 +177,14 @@ class EnvironmentBase:
             raise NotResetError(f"{self.name}: call reset() before step()")
         return episode
 
-    def _refuse_unknown(self, call: ToolCall) -> NoReturn:
-        raise unknown_tool(call.name, self.tools)
+    def _tool(self, call: ToolCall) -> ToolSpec:
+        """The tool ``call`` names, or the :class:`UnknownToolError` the agent reads; a name that is
+        not a string (a model's JSON, ``ToolCall(None)``) is the agent's mistake too, never a
+        failure of the environment that voids the episode."""
+        spec = self.tools.get(call.name) if isinstance(call.name, str) else None
+        if spec is None:
+            raise unknown_tool(str(call.name), self.tools)
+        return spec
 
     def _begin_end(self) -> tuple[EpisodeLedger, StepResult | None]:
         """The episode to cut short now, or the (empty) result when it is already over."""
@@ -279,11 +285,12 @@ class Environment(EnvironmentBase):
         return self._finish_reset(episode, prompt)
 
     def step(self, call: ToolCall) -> StepResult:
+        require_tool_call(call, self.name, self.tools)
         episode = self._episode
         if episode is None or episode_over(episode):
             episode = self._require_active()  # raises the error that names the fix
         try:
-            spec = self.tools.get(call.name) or self._refuse_unknown(call)
+            spec = self._tool(call)
             output: ToolOutput | ActionError | AgentCausedEnd = spec.invoke(self, call.arguments)
         except (ActionError, AgentCausedEnd) as exc:
             output = exc
@@ -351,9 +358,10 @@ class AsyncEnvironment(EnvironmentBase):
         return self._finish_reset(episode, prompt)
 
     async def step(self, call: ToolCall) -> StepResult:
+        require_tool_call(call, self.name, self.tools)
         episode = self._require_active()
         try:
-            spec = self.tools.get(call.name) or self._refuse_unknown(call)
+            spec = self._tool(call)
             output = spec.invoke(self, call.arguments)
             if spec.is_async:
                 output = await output

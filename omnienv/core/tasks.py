@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from omnienv.core.errors import TaskError
+from omnienv.core.errors import TaskError, UsageError
 from omnienv.core.pickling import pickled_as_constructor_call
 
 __all__ = ["Task", "TaskIndex", "seed_index"]
@@ -130,9 +130,18 @@ class TaskIndex:
         return _UNSEEDED.choice(tasks) if seed is None else tasks[seed_index(seed, len(tasks))]
 
     def choose(self, task: Task | str | None, seed: int | None, split: str | None = None) -> Task | None:
-        """The task an episode runs: ``task`` itself, the task it names, or one drawn by ``seed``."""
+        """The task an episode runs: ``task`` itself, the task it names, or one drawn by ``seed``.
+
+        Every reset comes here first, so a ``task`` or ``seed`` of the wrong type is refused here,
+        naming what to pass, before any episode is touched."""
+        if seed is not None and not hasattr(seed, "__index__"):  # numpy integers are integers too
+            raise UsageError(f"seed must be an integer or None, got {type(seed).__name__} {seed!r}")
         if isinstance(task, Task):
             return task
-        if task is not None:
-            return self.find(task, split)
-        return self.draw(seed, split)
+        if task is None:
+            return self.draw(seed, split)
+        if not isinstance(task, str):
+            raise UsageError(
+                f"task must be a Task, a task id such as 'test/0003', or None, got {type(task).__name__} {task!r}"
+            )
+        return self.find(task, split)

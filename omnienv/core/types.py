@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from omnienv.core.content import Block, as_blocks, block_from_dict, blocks_text
+from omnienv.core.errors import UsageError
 from omnienv.core.pickling import pickled_as_constructor_call
 from omnienv.core.text import bounded_error
 
@@ -40,6 +41,20 @@ class ToolCall:
         if isinstance(arguments, dict) or arguments is None:
             arguments = dict(arguments or {})
         return cls(str(data["name"]), arguments, data.get("id"))
+
+
+def require_tool_call(call: object, owner: str, tools: Iterable[str]) -> ToolCall:
+    """``call`` itself, or the :class:`UsageError` of a ``step`` given anything else (the agent's
+    text passed as it is, a dict): raised before the episode is touched, so it goes on unharmed."""
+    if isinstance(call, ToolCall):
+        return call
+    tool = next(iter(tools), "tool_name")
+    raise UsageError(
+        bounded_error(
+            f"{owner}: step() takes a ToolCall, not {type(call).__name__} {call!r}; "
+            f"pass ToolCall('{tool}', {{...arguments...}})"
+        )
+    )
 
 
 @pickled_as_constructor_call

@@ -96,6 +96,18 @@ def test_sync_clients_play_wordle_to_a_win(serve, client_class) -> None:
     assert manager.active == 0
 
 
+@pytest.mark.parametrize("client_class", SYNC)
+def test_a_step_given_what_is_not_a_tool_call_is_refused_as_in_process_and_the_episode_goes_on(
+    serve, client_class
+) -> None:
+    url, _ = serve("wordle")
+    with client_class.connect(url) as env:
+        env.reset(task="test/0005")
+        with pytest.raises(UsageError, match=r"step\(\) takes a ToolCall, not str 'guess crane'.*ToolCall\('guess'"):
+            env.step("guess crane")
+        assert env.step(ToolCall("guess", {"word": "crane"})).observation.text.startswith("CRANE")
+
+
 @pytest.mark.parametrize("client_class", ASYNC)
 def test_async_clients_have_the_asyncenv_face(serve, client_class) -> None:
     url, manager = serve("wordle")

@@ -3,6 +3,7 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -24,6 +25,7 @@ from omnienv.core import (
     ToolCall,
     ToolError,
     ToolResult,
+    UsageError,
     as_async,
     tool,
 )
@@ -117,6 +119,58 @@ def test_agent_mistakes_become_error_observations_and_count_turns() -> None:
     tool_error = env.step(ToolCall("inc", {"by": 7}))
     assert tool_error.info["error"] == {"code": "TOOL_ERROR", "message": "by must be 1 or 2"}
     assert env.state().step_count == 3
+
+
+@pytest.mark.parametrize("name", [5, None, ["inc"]])
+def test_a_tool_name_that_is_not_a_string_is_the_agents_mistake_not_a_failure(name: Any) -> None:
+    env = Counter()
+    env.reset(task="train/0")
+    result = env.step(ToolCall(name))
+    assert result.failure is None and not result.truncated
+    assert result.info["error"]["code"] == "UNKNOWN_TOOL"
+    assert "Available tools: inc" in result.observation.text
+    assert env.step(ToolCall("inc")).observation.text == "1"  # the episode goes on
+
+
+@pytest.mark.parametrize("call", ["inc", {"name": "inc"}, None])
+def test_a_step_given_what_is_not_a_tool_call_is_refused_and_the_episode_goes_on(call: Any) -> None:
+    env = Counter()
+    env.reset(task="train/0")
+    with pytest.raises(UsageError, match=r"step\(\) takes a ToolCall.*pass ToolCall\('inc'"):
+        env.step(call)
+    assert env.step(ToolCall("inc")).observation.text == "1"
+    assert env.state().step_count == 1
+
+    async def main() -> None:
+        async_env = AsyncCounter()
+        await async_env.reset()
+        with pytest.raises(UsageError, match="takes a ToolCall"):
+            await async_env.step(call)
+        assert (await async_env.step(ToolCall("inc"))).observation.text == "1"
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize(
+    ("arguments", "expected"),
+    [
+        ({"seed": "x"}, "seed must be an integer or None, got str 'x'"),
+        ({"seed": 1.5}, "seed must be an integer or None"),
+        ({"task": 5}, "task must be a Task, a task id such as 'test/0003', or None, got int 5"),
+        ({"task": {"id": "train/1"}}, "task must be a Task, a task id"),
+    ],
+)
+def test_a_reset_given_a_task_or_seed_of_the_wrong_type_is_refused_and_the_episode_goes_on(
+    arguments: dict[str, Any], expected: str
+) -> None:
+    env = Counter()
+    env.reset(task="train/0")
+    with pytest.raises(UsageError, match=re.escape(expected)):
+        env.reset(**arguments)
+    with pytest.raises(UsageError, match=re.escape(expected)):
+        env.preview(**arguments)
+    assert env.step(ToolCall("inc")).observation.text == "1"  # the old episode is untouched
+    assert env.reset(seed=3).text.startswith("start at")
 
 
 def test_turn_limit_truncates_and_scores() -> None:
