@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import difflib
 import secrets
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
+from dataclasses import fields, replace
 from typing import Any
 
 from starlette.routing import BaseRoute
 
 from omnienv.core.env import EnvironmentBase
+from omnienv.core.errors import UsageError
 from omnienv.core.registry import load_environment
 from omnienv.server.app import OmniApp, RoutesPlugin, assemble
 from omnienv.server.config import ServerConfig
@@ -54,6 +56,21 @@ def default_plugins(config: ServerConfig) -> list[RoutesPlugin]:
     return plugins
 
 
+def _configured(config: ServerConfig | None, overrides: dict[str, Any]) -> ServerConfig:
+    """``config`` (default: the defaults) with ``overrides`` set. A misspelt setting or a config that
+    is not a :class:`ServerConfig` is refused naming the settings there are (``dataclasses.replace``
+    would say only that ``__init__`` got an unexpected keyword)."""
+    if config is not None and not isinstance(config, ServerConfig):
+        raise UsageError(f"create_app's config must be a ServerConfig, got {type(config).__name__} {config!r}")
+    settings = [item.name for item in fields(ServerConfig)]
+    for name in overrides:
+        if name not in settings:
+            close = difflib.get_close_matches(name, settings, n=1)
+            hint = f" Did you mean '{close[0]}'?" if close else ""
+            raise UsageError(f"create_app has no setting '{name}'.{hint} Settings: {', '.join(settings)}.")
+    return replace(config or ServerConfig(), **overrides)
+
+
 def create_app(
     env: type[EnvironmentBase] | str,
     config: ServerConfig | None = None,
@@ -72,7 +89,7 @@ def create_app(
     env_class = load_environment(env) if isinstance(env, str) else env
     if not (isinstance(env_class, type) and issubclass(env_class, EnvironmentBase)):
         raise TypeError(f"create_app needs an Environment class or name, got {env!r}")
-    config = replace(config or ServerConfig(), **overrides)
+    config = _configured(config, overrides)
     if config.agent_only and not config.operator_token:
         config = replace(config, operator_token=secrets.token_urlsafe(24))
     chosen = default_plugins(config) if plugins is None else plugins

@@ -15,7 +15,7 @@ from pathlib import Path
 from types import ModuleType
 
 from omnienv.core.env import EnvironmentBase
-from omnienv.core.errors import OmniEnvError, UnknownEnvironmentError
+from omnienv.core.errors import OmniEnvError, UnknownEnvironmentError, UsageError
 
 __all__ = ["load_environment", "register", "registered"]
 
@@ -60,6 +60,13 @@ def _entry_points() -> dict[str, str]:
 def load_environment(name: str) -> type[EnvironmentBase]:
     """The environment class for a registered name, a catalog name, a ``module:Class`` path, or
     a Harbor task directory (or a folder of them)."""
+    if isinstance(name, os.PathLike):  # a Harbor task directory as a Path
+        name = os.fspath(name)
+    if not isinstance(name, str):  # None or a number would fail deep in the catalog's lookup
+        raise UsageError(
+            f"load_environment takes a name such as 'wordle', 'package.module:Class' or a Harbor task "
+            f"directory, got {type(name).__name__} {name!r}"
+        )
     target = _registered.get(name) or _BUILTIN.get(name)  # a built-in never needs the entry points
     if target is None:
         known = registered()

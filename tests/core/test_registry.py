@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from omnienv.core import Environment, UnknownEnvironmentError, load_environment, register, registered
+from omnienv.core import Environment, UnknownEnvironmentError, UsageError, load_environment, register, registered
 from omnienv.core import registry as registry_module
 from omnienv.envs.echo import Echo
 from omnienv.envs.wordle import Wordle
@@ -67,3 +67,14 @@ def test_a_built_in_loads_without_reading_installed_packages() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("name", [None, 123, ["wordle"]])
+def test_a_name_that_is_not_a_string_is_refused_naming_what_to_pass(name: object) -> None:
+    with pytest.raises(UsageError, match="load_environment takes a name such as 'wordle'"):
+        load_environment(name)  # type: ignore[arg-type]
+
+
+def test_a_harbor_task_directory_may_be_a_path(tmp_path: Path) -> None:
+    with pytest.raises(UnknownEnvironmentError, match="no environment named"):
+        load_environment(tmp_path / "missing")
