@@ -40,8 +40,11 @@ CLOSE = {"type": "close"}
 
 def _urls(url: str) -> tuple[str, str]:
     """(http base URL, ws URL of /ws) from any of http(s)://host:port[/ws] or ws(s)://..."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https", "ws", "wss") or not parts.netloc:
+    try:
+        parts = urlsplit(url) if isinstance(url, str) else None
+    except ValueError:  # a malformed host, such as an unclosed IPv6 bracket
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https", "ws", "wss") or not parts.netloc:
         raise UsageError(f"expected a server URL like http://127.0.0.1:8000, got {url!r}")
     secure = parts.scheme in ("https", "wss")
     path = parts.path.rstrip("/")

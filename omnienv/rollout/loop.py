@@ -14,7 +14,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
-from omnienv.core import AsyncEnv, Failure, OmniEnvError, ToolCall
+from omnienv.core import AsyncEnv, Failure, OmniEnvError, ToolCall, UsageError
 from omnienv.rollout.policy import EndEpisode, Policy
 from omnienv.rollout.trajectory import TRAINER_END, Episode, Step
 
@@ -98,6 +98,11 @@ async def arun_episodes(
 
     Each worker owns one environment and one policy for all its episodes, as trainers pool them.
     """
+    if not callable(make_policy):  # a Policy itself, or a policy's name, would fail in every worker
+        raise UsageError(
+            f"make_policy must make a fresh Policy for each worker, got {type(make_policy).__name__} {make_policy!r}: "
+            "pass omnienv.rollout.make_policy(name, env_class), or `lambda: policy` to share one"
+        )
     queue: asyncio.Queue[EpisodePlan] = asyncio.Queue()
     for plan in plans:
         queue.put_nowait(plan)

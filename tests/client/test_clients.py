@@ -96,6 +96,13 @@ def test_sync_clients_play_wordle_to_a_win(serve, client_class) -> None:
     assert manager.active == 0
 
 
+@pytest.mark.parametrize("url", [5, None, "http://[::1", "localhost:8000"])
+@pytest.mark.parametrize("client_class", SYNC + ASYNC)
+def test_a_malformed_url_is_refused_naming_the_form_of_one(client_class, url) -> None:
+    with pytest.raises(UsageError, match=r"expected a server URL like http://127\.0\.0\.1:8000"):
+        client_class(url)
+
+
 @pytest.mark.parametrize("client_class", SYNC)
 def test_a_step_given_what_is_not_a_tool_call_is_refused_as_in_process_and_the_episode_goes_on(
     serve, client_class

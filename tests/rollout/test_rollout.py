@@ -7,7 +7,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from omnienv.core import Environment, Task, ToolCall, ToolResult, tool
+from omnienv.core import Environment, Task, ToolCall, ToolResult, UsageError, tool
 from omnienv.envs.wordle import Wordle
 from omnienv.rollout import (
     Episode,
@@ -124,3 +124,9 @@ def test_a_file_of_another_plan_is_not_resumed(tmp_path: Path) -> None:
             rollout(Wordle, solver, other, out=out, resume=True)
     summary = rollout(Wordle, solver, plan_episodes(Wordle, 5, "test"), out=out, resume=True)
     assert summary.episodes == 5 and len(out.read_bytes().splitlines()) == 5
+
+
+@pytest.mark.parametrize("policy", ["solver", make_policy("solver", Wordle)()])
+def test_a_policy_given_where_a_factory_of_them_belongs_is_refused_naming_the_fix(policy: object) -> None:
+    with pytest.raises(UsageError, match=r"make_policy must make a fresh Policy for each worker.*make_policy\(name"):
+        rollout(Wordle, policy, plan_episodes(Wordle, 2, "test"))  # type: ignore[arg-type]
