@@ -76,6 +76,11 @@ def load_environment(name: str) -> type[EnvironmentBase]:
     if target is None and _catalog().is_catalog_name(name):
         found: type[EnvironmentBase] = _catalog().load(name)
         return found
+    if target is None and "://" in name:  # importing "http" would say it has no attribute "//host"
+        raise UnknownEnvironmentError(
+            f"'{name}' is a server's URL, not an environment: connect to it with "
+            "omnienv.client.WebSocketClient(url) or HTTPClient(url)"
+        )
     if target is None and ":" in name:
         target = name
     if target is None:

@@ -78,3 +78,10 @@ def test_a_name_that_is_not_a_string_is_refused_naming_what_to_pass(name: object
 def test_a_harbor_task_directory_may_be_a_path(tmp_path: Path) -> None:
     with pytest.raises(UnknownEnvironmentError, match="no environment named"):
         load_environment(tmp_path / "missing")
+
+
+def test_a_server_url_is_named_as_one_with_the_client_to_use() -> None:
+    with pytest.raises(
+        UnknownEnvironmentError, match=r"'http://127\.0\.0\.1:9' is a server's URL.*WebSocketClient\(url\)"
+    ):
+        load_environment("http://127.0.0.1:9")
