@@ -24,7 +24,7 @@ import random
 import re
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, ClassVar, TypeAlias
+from typing import Any, ClassVar, NoReturn, TypeAlias
 
 from omnienv.core.content import Block, as_blocks
 from omnienv.core.definition import check_definition
@@ -177,14 +177,11 @@ class EnvironmentBase:
             raise NotResetError(f"{self.name}: call reset() before step()")
         return episode
 
-    def _tool(self, call: ToolCall) -> ToolSpec:
-        """The tool ``call`` names, or the :class:`UnknownToolError` the agent reads; a name that is
-        not a string (a model's JSON, ``ToolCall(None)``) is the agent's mistake too, never a
-        failure of the environment that voids the episode."""
-        spec = self.tools.get(call.name) if isinstance(call.name, str) else None
-        if spec is None:
-            raise unknown_tool(str(call.name), self.tools)
-        return spec
+    def _refuse_unknown(self, call: ToolCall) -> NoReturn:
+        """An unknown name, one that is not a string included (a model's JSON, ``ToolCall(None)``),
+        is the agent's mistake, which it reads, never a failure that voids the episode. A step of a
+        known tool pays for none of this: it runs only once the plain lookup failed."""
+        raise unknown_tool(str(call.name), self.tools)
 
     def _begin_end(self) -> tuple[EpisodeLedger, StepResult | None]:
         """The episode to cut short now, or the (empty) result when it is already over."""
@@ -285,13 +282,18 @@ class Environment(EnvironmentBase):
         return self._finish_reset(episode, prompt)
 
     def step(self, call: ToolCall) -> StepResult:
-        require_tool_call(call, self.name, self.tools)
         episode = self._episode
         if episode is None or episode_over(episode):
             episode = self._require_active()  # raises the error that names the fix
         try:
-            spec = self._tool(call)
-            output: ToolOutput | ActionError | AgentCausedEnd = spec.invoke(self, call.arguments)
+            spec: ToolSpec | None = self.tools[call.name]
+        except Exception:  # no tool of that name, a name that is not a string, or no ToolCall at all
+            require_tool_call(call, self.name, self.tools)  # the caller's UsageError; the episode goes on
+            spec = None
+        try:
+            output: ToolOutput | ActionError | AgentCausedEnd = (
+                spec.invoke(self, call.arguments) if spec is not None else self._refuse_unknown(call)
+            )
         except (ActionError, AgentCausedEnd) as exc:
             output = exc
         except Exception as exc:
@@ -358,10 +360,15 @@ class AsyncEnvironment(EnvironmentBase):
         return self._finish_reset(episode, prompt)
 
     async def step(self, call: ToolCall) -> StepResult:
-        require_tool_call(call, self.name, self.tools)
         episode = self._require_active()
         try:
-            spec = self._tool(call)
+            spec: ToolSpec | None = self.tools[call.name]
+        except Exception:  # no tool of that name, a name that is not a string, or no ToolCall at all
+            require_tool_call(call, self.name, self.tools)  # the caller's UsageError; the episode goes on
+            spec = None
+        try:
+            if spec is None:
+                self._refuse_unknown(call)
             output = spec.invoke(self, call.arguments)
             if spec.is_async:
                 output = await output
