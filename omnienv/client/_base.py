@@ -101,10 +101,11 @@ class ClientBase:
     # -- requests -----------------------------------------------------------------------------
 
     @staticmethod
-    def _reset_request(task: Task | str | None, seed: int | None) -> dict[str, Any]:
+    def _reset_request(task: Task | str | None, seed: int | None, split: str | None = None) -> dict[str, Any]:
+        """``split`` as the in-process ``reset`` takes it: the split ``seed`` draws a task from."""
         if isinstance(task, Task):
             return reset_request(task.id, seed, task.split or None)
-        return reset_request(task, seed)
+        return reset_request(task, seed, split)
 
     def _step_request(self, call: ToolCall) -> dict[str, Any]:
         return step_request(require_tool_call(call, self.name, self.tools))

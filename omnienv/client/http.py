@@ -76,9 +76,11 @@ class AsyncHTTPClient(_HTTPBase, AsyncClient):
             await self.close()
             raise
 
-    async def reset(self, task: Task | str | None = None, seed: int | None = None) -> Observation:
+    async def reset(
+        self, task: Task | str | None = None, seed: int | None = None, split: str | None = None
+    ) -> Observation:
         await self.open()
-        body = self._reset_request(task, seed)["data"]
+        body = self._reset_request(task, seed, split)["data"]
         response = await self._send("POST", self._path("/reset"), body)
         if self.session_id is None:  # the server no longer knew it: reset on a new session
             await self.open()
@@ -142,9 +144,9 @@ class HTTPClient(_HTTPBase, BlockingClient):
             self.close()
             raise
 
-    def reset(self, task: Task | str | None = None, seed: int | None = None) -> Observation:
+    def reset(self, task: Task | str | None = None, seed: int | None = None, split: str | None = None) -> Observation:
         self.open()
-        body = self._reset_request(task, seed)["data"]
+        body = self._reset_request(task, seed, split)["data"]
         response = self._send("POST", self._path("/reset"), body)
         if self.session_id is None:  # the server no longer knew it: reset on a new session
             self.open()

@@ -81,9 +81,11 @@ class AsyncWebSocketClient(_WebSocketBase, AsyncClient):
             await self.close()
             raise
 
-    async def reset(self, task: Task | str | None = None, seed: int | None = None) -> Observation:
+    async def reset(
+        self, task: Task | str | None = None, seed: int | None = None, split: str | None = None
+    ) -> Observation:
         await self.open()
-        return self._on_reset(await self._request(self._encode(self._reset_request(task, seed))))
+        return self._on_reset(await self._request(self._encode(self._reset_request(task, seed, split))))
 
     async def step(self, call: ToolCall) -> StepResult:
         if self._ws is None:
@@ -178,9 +180,9 @@ class WebSocketClient(_WebSocketBase, BlockingClient):
             self.close()
             raise
 
-    def reset(self, task: Task | str | None = None, seed: int | None = None) -> Observation:
+    def reset(self, task: Task | str | None = None, seed: int | None = None, split: str | None = None) -> Observation:
         self.open()
-        return self._on_reset(self._request(self._encode(self._reset_request(task, seed))))
+        return self._on_reset(self._request(self._encode(self._reset_request(task, seed, split))))
 
     def step(self, call: ToolCall) -> StepResult:
         if self._ws is None:

@@ -93,6 +93,11 @@ def test_sync_clients_play_wordle_to_a_win(serve, client_class) -> None:
             env.step(ToolCall("guess", {"word": "crane"}))
         env.reset(seed=1)  # a closed client opens a new session on reset
         assert env.state().step_count == 0
+        local = Wordle()
+        for split in ("train", "test"):  # the split a seed draws from, as the in-process reset takes it
+            env.reset(seed=7, split=split)
+            local.reset(seed=7, split=split)
+            assert local.task is not None and env.state().task_id == local.task.id and local.task.split == split
     assert manager.active == 0
 
 
