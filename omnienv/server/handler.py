@@ -117,11 +117,12 @@ class Handler:
                     raise UnknownMessageError("this server does not answer 'mcp' messages")
                 return encode({"type": "mcp", "data": await self.mcp.handle(request.payload, session)})
             kind, data = openenv_reply(self, session, request, await self.run(session, request))
+            return encode({"type": kind, "data": data})  # in here: a result JSON cannot hold (a set in
+            # its info) is the environment's failure, said in an error frame; the connection lives on
         except OmniEnvError as exc:
             return error_frame(exc)
         except Exception as exc:
             return error_frame(unexpected(exc))
-        return encode({"type": kind, "data": data})
 
     def step_inline(self, session: Session, call: ToolCall) -> StepResult:
         """A fast synchronous environment's step, run right on the event loop (no deadline could

@@ -15,7 +15,7 @@ from websockets.sync.client import ClientConnection
 from websockets.sync.client import connect as ws_connect
 
 from omnienv.app import create_app
-from omnienv.core import AsyncEnvironment, Environment, Task, tool
+from omnienv.core import AsyncEnvironment, Environment, Task, ToolResult, tool
 from omnienv.server import SessionManager, running
 
 RELEASE = threading.Event()
@@ -69,6 +69,19 @@ class Crash(Environment):
     def boom(self) -> str:
         """Raise."""
         raise RuntimeError("kaboom")
+
+
+class NotJson(Environment):
+    """A tool whose result JSON cannot hold (a set in its info), on the inline path or not."""
+
+    @tool
+    def visited(self) -> ToolResult:
+        """Return a set."""
+        return ToolResult.of("ok", info={"cells": {1, 2}})
+
+
+class NotJsonInline(NotJson):
+    blocking = False
 
 
 class BrokenInit(Environment):

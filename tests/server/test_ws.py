@@ -10,7 +10,7 @@ from websockets.exceptions import ConnectionClosed
 
 from omnienv.envs.wordle import Wordle
 from tests.polling import eventually
-from tests.server.conftest import BrokenInit, Crash, ws
+from tests.server.conftest import BrokenInit, Crash, NotJson, NotJsonInline, ws
 
 
 def ask(connection, message) -> dict:
@@ -163,6 +163,16 @@ def test_env_crash_is_a_failure_flag_not_a_dead_session(serve) -> None:
         assert crashed["done"] is True and crashed["truncated"] is True
         assert crashed["reward"] is None  # a void episode has no reward: never a 0 to train on
         assert crashed["observation"]["error"]["error_type"] == "execution_error"
+        assert ask(connection, {"type": "reset", "data": {}})["type"] == "observation"
+
+
+@pytest.mark.parametrize("env", [NotJson, NotJsonInline], ids=["awaited", "inline"])
+def test_a_result_json_cannot_hold_is_an_error_frame_and_the_connection_lives_on(serve, env) -> None:
+    url, _ = serve(env)
+    with ws(url) as connection:
+        ask(connection, {"type": "reset", "data": {}})
+        failed = ask(connection, call("visited"))
+        assert failed["type"] == "error" and "not JSON serializable: set" in failed["data"]["message"], failed
         assert ask(connection, {"type": "reset", "data": {}})["type"] == "observation"
 
 
