@@ -18,7 +18,7 @@ from omnienv.core import AsyncEnv, Failure, OmniEnvError, ToolCall, UsageError
 from omnienv.rollout.policy import EndEpisode, Policy
 from omnienv.rollout.trajectory import TRAINER_END, Episode, Step
 
-__all__ = ["EpisodePlan", "arun_episode", "arun_episodes", "end_stopped"]
+__all__ = ["EpisodePlan", "arun_episode", "arun_episodes", "end_stopped", "require_policy_factory"]
 
 EnvFactory = Callable[[], AsyncEnv | Awaitable[AsyncEnv]]
 
@@ -86,6 +86,16 @@ async def end_stopped(env: AsyncEnv, episode: Episode) -> None:
     episode.steps.append(Step(ToolCall(TRAINER_END), result, time.perf_counter() - started))
 
 
+def require_policy_factory(make_policy: object) -> None:
+    """A Policy itself, or a policy's name, where a factory of them belongs would fail in every
+    worker: refused before anything runs (or any file is opened)."""
+    if not callable(make_policy):
+        raise UsageError(
+            f"make_policy must make a fresh Policy for each worker, got {type(make_policy).__name__} {make_policy!r}: "
+            "pass omnienv.rollout.make_policy(name, env_class), or `lambda: policy` to share one"
+        )
+
+
 async def arun_episodes(
     make_env: EnvFactory,
     make_policy: Callable[[], Policy],
@@ -98,11 +108,7 @@ async def arun_episodes(
 
     Each worker owns one environment and one policy for all its episodes, as trainers pool them.
     """
-    if not callable(make_policy):  # a Policy itself, or a policy's name, would fail in every worker
-        raise UsageError(
-            f"make_policy must make a fresh Policy for each worker, got {type(make_policy).__name__} {make_policy!r}: "
-            "pass omnienv.rollout.make_policy(name, env_class), or `lambda: policy` to share one"
-        )
+    require_policy_factory(make_policy)
     queue: asyncio.Queue[EpisodePlan] = asyncio.Queue()
     for plan in plans:
         queue.put_nowait(plan)

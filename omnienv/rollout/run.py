@@ -15,7 +15,7 @@ from pathlib import Path
 import orjson
 
 from omnienv.core import AsyncEnv, EnvironmentBase, TaskError, UsageError, as_async
-from omnienv.rollout.loop import EnvFactory, EpisodePlan, arun_episodes
+from omnienv.rollout.loop import EnvFactory, EpisodePlan, arun_episodes, require_policy_factory
 from omnienv.rollout.policy import Policy
 from omnienv.rollout.summary import Summary, summarize
 from omnienv.rollout.trajectory import Episode
@@ -110,6 +110,7 @@ def rollout(
 
     ``annotate`` sees each new episode before its line is written, so what a caller kept beside the
     run (the captured model calls) lands in the same line and survives a resume with it."""
+    require_policy_factory(make_policy)  # before ``out`` is opened (and emptied, not resuming)
     previous: list[Episode] = []
     if resume and out is not None and out.exists():
         previous = read_episodes(out, repair=True)

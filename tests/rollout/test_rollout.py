@@ -127,6 +127,12 @@ def test_a_file_of_another_plan_is_not_resumed(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("policy", ["solver", make_policy("solver", Wordle)()])
-def test_a_policy_given_where_a_factory_of_them_belongs_is_refused_naming_the_fix(policy: object) -> None:
+def test_a_policy_given_where_a_factory_of_them_belongs_is_refused_naming_the_fix(
+    policy: object, tmp_path: Path
+) -> None:
+    out = tmp_path / "kept.jsonl"
+    rollout(Wordle, make_policy("solver", Wordle), plan_episodes(Wordle, 2, "test"), out=out)
+    kept = out.read_bytes()
     with pytest.raises(UsageError, match=r"make_policy must make a fresh Policy for each worker.*make_policy\(name"):
-        rollout(Wordle, policy, plan_episodes(Wordle, 2, "test"))  # type: ignore[arg-type]
+        rollout(Wordle, policy, plan_episodes(Wordle, 2, "test"), out=out)  # type: ignore[arg-type]
+    assert out.read_bytes() == kept  # refused before the file was opened: nothing is lost
