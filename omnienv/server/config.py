@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from omnienv.protocol.codec import DEFAULT_MAX_MESSAGE_BYTES
@@ -78,6 +79,14 @@ class ServerConfig:
     :mod:`omnienv.server.supervisor`): its sessions get ids it owns. None: the server's only process."""
 
     def __post_init__(self) -> None:
+        for name in ("max_sessions", "max_message_bytes", "blocking_threads"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ValueError(f"{name} must be a whole number, got {type(value).__name__} {value!r}")
+        for name in ("idle_timeout", "step_timeout", "worker_stall_timeout", "ws_ping_interval", "ws_ping_timeout"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+                raise ValueError(f"{name} must be a number of seconds or None, got {type(value).__name__} {value!r}")
         if self.max_sessions < 1:
             raise ValueError("max_sessions must be >= 1")
         for name in ("idle_timeout", "step_timeout"):
@@ -95,7 +104,7 @@ class ServerConfig:
             raise ValueError("max_message_bytes must be >= 1024")
         for name in ("allow_hosts", "allow_origins"):
             value = getattr(self, name)
-            if isinstance(value, str):
-                raise ValueError(f"{name} must be a sequence of strings, not one string")
+            if isinstance(value, str) or not isinstance(value, Iterable):
+                raise ValueError(f"{name} must be a sequence of strings, got {type(value).__name__} {value!r}")
             object.__setattr__(self, name, tuple(value))
         check_allowed(self.allow_hosts, self.allow_origins)

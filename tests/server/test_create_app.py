@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from omnienv.app import create_app
@@ -20,3 +22,19 @@ def test_a_config_that_is_not_a_server_config_is_refused() -> None:
 
 def test_a_known_setting_still_applies() -> None:
     assert create_app("echo", max_sessions=3).state.manager.config.max_sessions == 3
+
+
+@pytest.mark.parametrize(
+    ("setting", "said"),
+    [
+        ({"max_sessions": "3"}, "max_sessions must be a whole number, got str '3'"),
+        ({"max_sessions": None}, "max_sessions must be a whole number, got NoneType None"),
+        ({"step_timeout": "x"}, "step_timeout must be a number of seconds or None, got str 'x'"),
+        ({"allow_hosts": 5}, "allow_hosts must be a sequence of strings, got int 5"),
+        ({"allow_hosts": "example.org"}, "allow_hosts must be a sequence of strings, got str"),
+        ({"max_sessions": 0}, "max_sessions must be >= 1"),
+    ],
+)
+def test_a_setting_of_the_wrong_type_or_range_is_named(setting: dict[str, object], said: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(said)):
+        create_app("echo", **setting)
