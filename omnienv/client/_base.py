@@ -55,6 +55,18 @@ def _urls(url: str) -> tuple[str, str]:
     return http, ws
 
 
+def request_bytes(request: Any) -> bytes:
+    """A request as JSON; one that JSON cannot hold (a set among a call's arguments) is the
+    caller's :class:`UsageError`, raised before anything is sent, so the session goes on."""
+    try:
+        return encode(request)
+    except TypeError as exc:
+        raise UsageError(
+            f"the request cannot be sent as JSON ({exc}): a tool call's arguments may hold strings, numbers, "
+            "booleans, None, lists and dicts"
+        ) from None
+
+
 class ClientBase:
     """A remote environment's face: ``name``, ``tools``, and the protocol's frames and replies."""
 
@@ -112,7 +124,7 @@ class ClientBase:
 
     @staticmethod
     def _encode(request: dict[str, Any]) -> str:
-        return encode(request).decode()
+        return request_bytes(request).decode()
 
     # -- replies ------------------------------------------------------------------------------
 

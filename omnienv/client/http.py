@@ -12,12 +12,12 @@ from typing import Any
 
 import httpx
 
-from omnienv.client._base import LIST_TOOLS, AsyncClient, BlockingClient, ClientBase
+from omnienv.client._base import LIST_TOOLS, AsyncClient, BlockingClient, ClientBase, request_bytes
 from omnienv.core.errors import OmniEnvError, SessionLostError, SessionNotFoundError
 from omnienv.core.tasks import Task
 from omnienv.core.threads import to_blocking_thread
 from omnienv.core.types import Observation, State, StepResult, ToolCall
-from omnienv.protocol.codec import decode, encode
+from omnienv.protocol.codec import decode
 
 __all__ = ["AsyncHTTPClient", "HTTPClient"]
 
@@ -121,7 +121,7 @@ class AsyncHTTPClient(_HTTPBase, AsyncClient):
     async def _send(self, method: str, path: str, body: Any = None) -> httpx.Response:
         assert self._http is not None
         try:
-            content = encode(body) if body is not None else None
+            content = request_bytes(body) if body is not None else None
             return self._forget_if_gone(await self._http.request(method, path, content=content))
         except httpx.HTTPError as exc:
             raise self._failed(exc) from exc
@@ -186,7 +186,7 @@ class HTTPClient(_HTTPBase, BlockingClient):
     def _send(self, method: str, path: str, body: Any = None) -> httpx.Response:
         assert self._http is not None
         try:
-            content = encode(body) if body is not None else None
+            content = request_bytes(body) if body is not None else None
             return self._forget_if_gone(self._http.request(method, path, content=content))
         except httpx.HTTPError as exc:
             raise self._failed(exc) from exc

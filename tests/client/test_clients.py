@@ -117,6 +117,8 @@ def test_a_step_given_what_is_not_a_tool_call_is_refused_as_in_process_and_the_e
         env.reset(task="test/0005")
         with pytest.raises(UsageError, match=r"step\(\) takes a ToolCall, not str 'guess crane'.*ToolCall\('guess'"):
             env.step("guess crane")
+        with pytest.raises(UsageError, match=r"cannot be sent as JSON .*set.*: a tool call's arguments may hold"):
+            env.step(ToolCall("guess", {"word": {"crane"}}))
         assert env.step(ToolCall("guess", {"word": "crane"})).observation.text.startswith("CRANE")
 
 
