@@ -199,3 +199,26 @@ def test_a_copy_with_a_limit_stops_past_it_and_the_tests_copy_has_none(tmp_path:
     assert sorted(os.listdir(tmp_path / "exact" / "dir")) == ["0", "1", "2", "3", "4"]
     with pytest.raises(TooManyFilesError, match="more than 5 files"):
         copy_tree(source, tmp_path / "over", limit=5)
+
+
+def test_a_sparse_file_is_copied_sparse_never_as_its_zeros(tmp_path: Path) -> None:
+    """``truncate -s 200M big`` costs the agent nothing; copied byte for byte, a few such files filled
+    the verifier's storage (the agent's other files were skipped, the tests had no room) and held
+    that much of the host's memory outside every sandbox's limit."""
+    source = tmp_path / "source"
+    source.mkdir()
+    size = 256 * 1024 * 1024
+    with open(source / "big", "wb") as f:
+        f.truncate(size)
+        f.seek(size // 2)
+        f.write(b"data in the middle")
+    (source / "big").chmod(0o640)
+    (source / "small.txt").write_bytes(b"x" * 5000)
+    copy_tree(source, tmp_path / "copy")
+    copied = tmp_path / "copy" / "big"
+    assert copied.stat().st_size == size and copied.stat().st_mode & 0o777 == 0o640
+    assert copied.stat().st_blocks * 512 < 1024 * 1024, "the holes must stay holes"
+    with open(copied, "rb") as f:
+        f.seek(size // 2 - 4)
+        assert f.read(30) == b"\0" * 4 + b"data in the middle" + b"\0" * 8
+    assert (tmp_path / "copy" / "small.txt").read_bytes() == b"x" * 5000
