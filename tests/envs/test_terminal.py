@@ -227,6 +227,11 @@ def test_nothing_the_agent_plants_or_leaves_running_changes_its_grade(tmp_path: 
         ('echo \'{"a": 1, "b": 0}\' > /logs/verifier/reward.json', 0.5, ""),
         ("echo '{\"only\": 0.75}' > /logs/verifier/reward.json", 0.75, ""),
         ("echo nan > /logs/verifier/reward.txt", 0.0, "not a finite number"),
+        (  # as in Harbor, reward.txt is the reward and a reward.json beside it only details
+            'cd /logs/verifier; echo 0.6 > reward.txt; echo \'{"passed": 3, "total": 5}\' > reward.json',
+            0.6,
+            "",
+        ),
         ("echo '[1]' > /logs/verifier/reward.json", 0.0, "not an object"),
         ("echo {bad > /logs/verifier/reward.json", 0.0, "not JSON"),
         ("python3 -Ic 'print(chr(91) * 30000)' > /logs/verifier/reward.json", 0.0, "not JSON"),  # nested deep

@@ -6,11 +6,12 @@ own directory mounted read-only (whatever the agent put at that path is not ther
 ``/logs/verifier`` starts empty (a planted ``reward.txt`` is not there either).
 
 ``bash /tests/test.sh`` runs from the working directory under the task's verifier timeout and
-writes ``/logs/verifier/reward.json`` (named rewards; ``reward`` is the main one, else the only one,
-else their mean) or ``reward.txt`` (one number). A verifier that times out, writes no reward or
-writes one that is not a finite number grades the workspace as it stands: 0, with a note saying
-why. So does a workspace of more than ``Limits.work_files`` entries, which only an agent's flood
-makes (where its storage is capped it cannot hold them): its copy stops there, not minutes later.
+writes ``/logs/verifier/reward.txt`` (one number, read first, as Harbor does) or ``reward.json``
+(named rewards; ``reward`` is the main one, else the only one, else their mean). A verifier that
+times out, writes no reward or writes one that is not a finite number grades the workspace as it
+stands: 0, with a note saying why. So does a workspace of more than ``Limits.work_files`` entries,
+which only an agent's flood makes (where its storage is capped it cannot hold them): its copy
+stops there, not minutes later.
 Only a sandbox that cannot be made is an infrastructure failure (it raises).
 
 The agent's code often runs while it is graded (a build, a script, a package under test), and in
@@ -174,34 +175,36 @@ def preflight_nesting() -> None:
 
 
 def _read_rewards(logs: Path, output: str) -> Verdict:
-    raw_json = read_plain_file(logs, "reward.json", _REWARD_BYTES)
-    if raw_json is not None:
-        try:
-            data = json.loads(raw_json)
-        except (ValueError, RecursionError):  # RecursionError: arrays nested past Python's limit
-            return Verdict(0.0, {}, "reward.json is not JSON", output)
-        if isinstance(data, (int, float)) and not isinstance(data, bool):
-            data = {"reward": data}
-        if not isinstance(data, dict):
-            return Verdict(0.0, {}, "reward.json is not an object of named rewards", output)
-        numbers = {str(k): v for k, v in data.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
-        rewards = {k: float(v) if -1e308 < v < 1e308 else math.inf for k, v in numbers.items()}  # 10**400: no float
-        if not rewards or not all(math.isfinite(v) for v in rewards.values()):
-            return Verdict(0.0, {}, "reward.json holds no finite reward", output)
-        main = rewards.get("reward", next(iter(rewards.values())) if len(rewards) == 1 else None)
-        if main is None:
-            main = sum(rewards.values()) / len(rewards)
-        return Verdict(main, rewards, "", output)
+    """``reward.txt`` when there is one, as Harbor reads it (a verifier may write its details to
+    ``reward.json`` beside it: ``{"passed": 3, "total": 5}`` is no reward of 4), else ``reward.json``."""
     raw_text = read_plain_file(logs, "reward.txt", _REWARD_BYTES)
-    if raw_text is None:
+    if raw_text is not None:
+        try:
+            value = float(raw_text.decode("utf-8", "replace").strip())
+        except ValueError:
+            return Verdict(0.0, {}, "reward.txt is not a number", output)
+        if not math.isfinite(value):
+            return Verdict(0.0, {}, "reward.txt is not a finite number", output)
+        return Verdict(value, {"reward": value}, "", output)
+    raw_json = read_plain_file(logs, "reward.json", _REWARD_BYTES)
+    if raw_json is None:
         return Verdict(0.0, {}, "the verifier wrote no reward", output)
     try:
-        value = float(raw_text.decode("utf-8", "replace").strip())
-    except ValueError:
-        return Verdict(0.0, {}, "reward.txt is not a number", output)
-    if not math.isfinite(value):
-        return Verdict(0.0, {}, "reward.txt is not a finite number", output)
-    return Verdict(value, {"reward": value}, "", output)
+        data = json.loads(raw_json)
+    except (ValueError, RecursionError):  # RecursionError: arrays nested past Python's limit
+        return Verdict(0.0, {}, "reward.json is not JSON", output)
+    if isinstance(data, (int, float)) and not isinstance(data, bool):
+        data = {"reward": data}
+    if not isinstance(data, dict):
+        return Verdict(0.0, {}, "reward.json is not an object of named rewards", output)
+    numbers = {str(k): v for k, v in data.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    rewards = {k: float(v) if -1e308 < v < 1e308 else math.inf for k, v in numbers.items()}  # 10**400: no float
+    if not rewards or not all(math.isfinite(v) for v in rewards.values()):
+        return Verdict(0.0, {}, "reward.json holds no finite reward", output)
+    main = rewards.get("reward", next(iter(rewards.values())) if len(rewards) == 1 else None)
+    if main is None:
+        main = sum(rewards.values()) / len(rewards)
+    return Verdict(main, rewards, "", output)
 
 
 def _drain(stream: IO[bytes], kept: bytearray) -> None:
