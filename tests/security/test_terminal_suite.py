@@ -69,6 +69,12 @@ def test_malformed_tasks_are_refused_one_by_one_naming_their_fault(tmp_path: Pat
         "not-toml": ("[metadata\n", "not valid TOML"),
         "table": ('metadata = "oops"\n', "metadata must be a table"),
         "number": ('[verifier]\ntimeout_sec = "ten"\n', "timeout_sec must be a positive number"),
+        # Past what the kernel's limits hold (every reset failed at prlimit, as the host's fault), none
+        # at all (0.5 MB is 0), or a size that was read as the default.
+        "forever": ("[agent]\ntimeout_sec = 1e300\n", r"timeout_sec must be a positive number, at most 1e\+09"),
+        "huge": ("[environment]\nmemory_mb = 1e15\n", "memory_mb must be a positive number of at least 1"),
+        "tiny": ("[environment]\nmemory_mb = 0.5\n", "memory_mb must be a positive number of at least 1"),
+        "size": ('[environment]\nstorage = "lots"\n', 'storage must be a size such as "2G"'),
     }
     for name, (toml, _) in broken.items():
         (make_task(suite, name) / "task.toml").write_text(toml)

@@ -159,8 +159,8 @@ def _read_task(path: Path, name: str, root: Path | None) -> HarborTask:
                 f"task '{name}' needs a container: task.toml's [environment] workdir {workdir} is outside the "
                 f"working directory {mount}, the only place the sandbox makes writable"
             )
-    memory = _number(environment, "memory_mb", _megabytes(environment.get("memory")) or 2048, name)
-    storage = _number(environment, "storage_mb", _megabytes(environment.get("storage")) or 1024, name)
+    memory = _number(environment, "memory_mb", _megabytes(environment, "memory", 2048, name), name, least=1)
+    storage = _number(environment, "storage_mb", _megabytes(environment, "storage", 1024, name), name, least=1)
     verifier_env = _table_env(config, "verifier", name)
     return HarborTask(
         id=name,
@@ -279,11 +279,20 @@ def _table(config: Mapping[str, Any], table: str, name: str) -> dict[str, Any]:
     return dict(value)
 
 
-def _number(table: Mapping[str, Any], key: str, default: float, name: str) -> float:
-    """A positive number of task.toml (``default`` when absent), refused when it is anything else."""
+_LARGEST = 1e9
+"""Above any limit a task means (31 years, a petabyte, a billion CPUs), and below what the kernel's
+limits hold: ``timeout_sec = 1e300`` made every reset fail at ``prlimit``, as the host's fault."""
+
+
+def _number(table: Mapping[str, Any], key: str, default: float, name: str, least: float = 0.0) -> float:
+    """A positive number of task.toml (``default`` when absent), refused when it is anything else:
+    not over :data:`_LARGEST`, and at least ``least`` (a memory of ``0.5`` megabytes is none)."""
     value = table.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < float("inf"):
-        raise HarborTaskError(f"task '{name}': task.toml's {key} must be a positive number, not {value!r:.60}")
+    if isinstance(value, bool) or not isinstance(value, int | float) or not (0 < value <= _LARGEST and value >= least):
+        raise HarborTaskError(
+            f"task '{name}': task.toml's {key} must be a positive number"
+            f"{f' of at least {least:g}' if least else ''}, at most {_LARGEST:g}, not {value!r:.60}"
+        )
     return float(value)
 
 
@@ -313,12 +322,16 @@ def read_toml(path: Path) -> dict[str, Any]:
         raise HarborTaskError(f"{path} is not valid TOML in UTF-8: {exc}") from exc
 
 
-def _megabytes(value: Any) -> int | None:
-    """``"2G"``, ``"512M"``, ``"1024"`` (MB) as megabytes."""
+def _megabytes(table: Mapping[str, Any], key: str, default: int, name: str) -> float:
+    """``"2G"``, ``"512M"``, ``"1024"`` (MB) of ``[environment] key`` as megabytes (``default`` when absent);
+    anything else is refused, never read as the default."""
+    value = table.get(key)
     if value is None:
-        return None
+        return default
     found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*", str(value), re.I)
-    if not found:
-        return None
+    if isinstance(value, bool) or not found:
+        raise HarborTaskError(
+            f'task \'{name}\': task.toml\'s {key} must be a size such as "2G" or "512M", not {value!r:.60}'
+        )
     scale = {"": 1, "k": 1 / 1024, "m": 1, "g": 1024, "t": 1024 * 1024}[found.group(2).lower()]
-    return int(float(found.group(1)) * scale)
+    return float(found.group(1)) * scale
