@@ -110,17 +110,22 @@ class _Relay:
         self.reader = EventReader()
         self.record = record
         self.recorded = False
+        self.failure: str | None = None
+        """Why the stream was not recorded: the upstream failed it (an error event) or ended it early."""
 
     def _finish(self) -> None:
         if self.recorded:
             return
         self.recorded = True
         chat, responses = self.chat, self.responses
-        if self.api == "chat":
-            if chat.error is None and any(choice["finish_reason"] is not None for choice in chat.choices.values()):
-                self.record(*chat.finish(), True)
-        elif responses.error is None and responses.final and responses.tokens:
+        if chat.error is not None or responses.error is not None:
+            self.failure = "the model server ended the stream with an error"  # its text may echo a key
+        elif self.api == "chat" and any(choice["finish_reason"] is not None for choice in chat.choices.values()):
+            self.record(*chat.finish(), True)
+        elif self.api == "responses" and responses.final and responses.tokens:
             self.record(responses.final, responses.tokens, True)
+        else:
+            self.failure = "the model server's stream ended before its answer did"
 
     def feed(self, chunk: bytes) -> bytes:
         """What to pass on of the events this chunk completes."""
@@ -140,9 +145,8 @@ class _Relay:
                     self._finish()
                 out.append(event.encode())
                 continue
-            try:
-                data = orjson.loads(event.data)
-            except orjson.JSONDecodeError:
+            data = loads_leniently(event.data)  # an event only Python's json reads is read, as a whole answer is
+            if not isinstance(data, dict):
                 out.append(event.encode())
                 continue
             forward = self.chat.feed(data) if self.api == "chat" else self.responses.feed(data)
@@ -330,7 +334,7 @@ class ProxyApp:
                     answers.append(answer)
                 if streamed and answer.status < 400:
                     bound.reschedule(None)
-                    return await self._stream(send, gone, answer, _Relay(api, asked, record))
+                    return await self._stream(send, gone, answer, _Relay(api, asked, record), episode)
                 content = await answer.aread()
             if gone.done():
                 return  # the harness left before this answer came: it never got it
@@ -359,13 +363,18 @@ class ProxyApp:
             if answer is not None:
                 await answer.aclose()  # once the harness has its answer: off the call's path
 
-    async def _stream(self, send: Send, gone: asyncio.Future[Message], answer: Answer, relay: _Relay) -> None:
+    async def _stream(
+        self, send: Send, gone: asyncio.Future[Message], answer: Answer, relay: _Relay, episode: str | None
+    ) -> None:
         """Pass the events on as they come; stop (closing the upstream's connection, which ends its
         generation) when the harness goes away (``gone``).
 
         Each read takes all that has arrived, so what came while the last write went out leaves in
         one write (one wake-up of the harness, not one per event), and nothing waits for more to
-        arrive; the last events leave with the end of the answer when they came with the upstream's."""
+        arrive; the last events leave with the end of the answer when they came with the upstream's.
+        A stream the upstream failed (an error event, an end before the answer's, a broken or timed
+        out read) is the model server's failure of the call; a broken one breaks off the harness's
+        answer too (its head went out already, so no error status can say so)."""
         kind = next((value for name, value in _kept(answer) if name == b"content-type"), b"text/event-stream")
         await send({"type": "http.response.start", "status": answer.status, "headers": [(b"content-type", kind)]})
         out = b""
@@ -379,6 +388,9 @@ class ProxyApp:
                     out = b""
             if not gone.done():
                 await send({"type": "http.response.body", "body": out + relay.end()})
-        except UNREACHABLE:
-            if not gone.done():
-                raise  # the upstream broke off, not the harness
+        except UNREACHABLE as exc:
+            if not gone.done():  # the upstream broke off, not the harness
+                self.log.fail(episode, f"the model server {self.root} broke off the stream ({exc!r})")
+            return
+        if relay.failure is not None and not gone.done():
+            self.log.fail(episode, relay.failure)

@@ -69,8 +69,9 @@ class CallLog:
         return call
 
     def fail(self, episode: str | None, why: str) -> None:
-        """The model server failed one of the episode's calls (it could not be reached, timed out, or
-        answered 5xx or 429): the harness got an error where its model's answer should have been."""
+        """The model server failed one of the episode's calls (it could not be reached, timed out,
+        answered 5xx or 429, or failed a stream): the harness got an error where its model's answer
+        should have been."""
         with self._lock:
             if not self.gated or episode in self._keys.values():
                 self._failed[episode] = why

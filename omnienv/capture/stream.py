@@ -10,9 +10,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
-from omnienv.capture.wire import Asked, Tokens, chat_tokens, response_tokens, strip_chat, strip_response
+from omnienv.capture.wire import (
+    Asked,
+    Tokens,
+    chat_tokens,
+    dumps_as_read,
+    response_tokens,
+    strip_chat,
+    strip_response,
+)
 
 __all__ = ["ChatStream", "Event", "EventReader", "ResponseStream"]
 
@@ -25,7 +31,7 @@ class Event:
     data: bytes | None = None
 
     def encode(self, data: dict[str, Any] | None = None) -> bytes:
-        payload = orjson.dumps(data) if data is not None else self.data
+        payload = dumps_as_read(data) if data is not None else self.data
         body = [*self.lines, b"data: " + payload] if payload is not None else self.lines
         return b"\n".join(body) + b"\n\n"
 

@@ -8,6 +8,7 @@ on 127.0.0.1 (``running``), driven through the real ``openai`` client.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import socket
 from typing import Any
@@ -129,3 +130,62 @@ def test_a_record_with_line_separators_and_a_lone_surrogate_is_written_and_resum
         stream.write(record.to_json() + "\n")
     (kept,) = resumed_records(path, [Episode("wordle", 0, None, 0, "p")])
     assert kept.calls[0].request["messages"][0]["content"] == text
+
+
+def chunk(content: str, ids: list[int], logprob: float, finish: str | None = None, **extra: Any) -> str:
+    """One ``chat.completion.chunk`` event the vLLM way (written by Python's json, as some servers do)."""
+    entries = [{"token": "x", "logprob": logprob}] * len(ids)
+    choice = {"index": 0, "delta": {"content": content}, "finish_reason": finish, "token_ids": ids}
+    data = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m", "choices": [choice]} | extra
+    return "data: " + json.dumps(data | {"choices": [choice | {"logprobs": {"content": entries}}]}) + "\n\n"
+
+
+def streaming(events: list[str], cut: bool = False) -> Any:
+    """An upstream that streams ``events`` to every call (``cut``: then breaks the connection off)."""
+
+    @bare_upstream
+    async def stream(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        await receive()
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
+        await send({"type": "http.response.body", "body": "".join(events).encode(), "more_body": cut})
+        if cut:
+            raise RuntimeError("the model server died mid-stream")
+
+    return stream
+
+
+def streamed_text(proxy: CaptureProxy) -> str:
+    pieces = client(proxy.episode_url("e")).chat.completions.create(model="m", messages=MESSAGES, stream=True)
+    return "".join(piece.choices[0].delta.content or "" for piece in pieces if piece.choices)
+
+
+@pytest.mark.parametrize("middle", ["b\ud800", float("-inf")], ids=["lone-surrogate", "infinite-logprob"])
+def test_a_streamed_event_only_python_s_json_reads_is_assembled_like_the_rest(middle: str | float) -> None:
+    """Such an event was passed on unread: its token ids were left out of a record that looked whole."""
+    text, logprob = (middle, -0.2) if isinstance(middle, str) else ("b", middle)
+    first = chunk("a", [1], -0.1, prompt_token_ids=[5, 6])
+    events = [first, chunk(text, [2], logprob), chunk("", [3], -0.3, "stop"), "data: [DONE]\n\n"]
+    with running(streaming(events)) as url, CaptureProxy(f"{url}/v1") as proxy:
+        assert streamed_text(proxy) == "a" + text
+        (call,) = proxy.calls("e")
+    assert call.prompt_token_ids == [5, 6] and call.completion_token_ids == [1, 2, 3]
+    assert call.response["choices"][0]["message"]["content"] == "a" + text
+    if isinstance(middle, str):
+        assert call.logprobs == [-0.1, -0.2, -0.3] and call.missing is None
+    else:
+        assert call.logprobs is None and call.missing is not None and "not a finite number" in call.missing
+
+
+@pytest.mark.parametrize("ending", ["error-event", "no-finish", "cut"])
+def test_a_stream_the_model_server_fails_is_its_failure_of_the_call(ending: str) -> None:
+    """An error event, or a stream that ends before its answer does, went unrecorded without a
+    word: an episode that stopped on it looked like the harness's own doing."""
+    events = [chunk("a", [1], -0.1, prompt_token_ids=[5])]
+    if ending == "error-event":  # what vLLM sends when generation fails mid-stream
+        events += ['data: {"error": {"message": "boom", "code": 500}}\n\n', "data: [DONE]\n\n"]
+    with running(streaming(events, cut=ending == "cut")) as url, CaptureProxy(f"{url}/v1") as proxy:
+        with pytest.raises((openai.APIError, httpx.HTTPError)) if ending != "no-finish" else contextlib.nullcontext():
+            streamed_text(proxy)
+        assert proxy.calls("e") == []
+        failure = proxy.log.failure("e")
+    assert failure is not None and "boom" not in failure
