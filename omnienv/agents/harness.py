@@ -106,7 +106,7 @@ def install_shim(context: EpisodeContext, names: tuple[str, ...] = ()) -> Path:
     """Write the episode's shim (relay URL baked in) as ``bin/omnienv-shell`` and under ``names``."""
     context.bin_dir.mkdir(parents=True, exist_ok=True)
     context.shell.write_text(baked(context.shell_url, sys.executable), encoding="utf-8")
-    context.shell.chmod(0o755)
+    context.shell.chmod(0o700)  # its relay URL is the episode's secret
     for name in names:
         if name != SHIM and "/" not in name:
             alias = context.bin_dir / name

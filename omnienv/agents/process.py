@@ -27,6 +27,7 @@ import os
 import secrets
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -72,9 +73,17 @@ class Finished:
 
 
 async def run_process(
-    launch: Launch, cwd: Path, timeout_s: float, over: asyncio.Event, grace_s: float = GRACE_S
+    launch: Launch,
+    cwd: Path,
+    timeout_s: float,
+    over: asyncio.Event,
+    grace_s: float = GRACE_S,
+    stopping: Callable[[], None] | None = None,
 ) -> Finished:
-    """Run the harness until it exits, its time is up, or ``grace_s`` after ``over`` is set."""
+    """Run the harness until it exits, its time is up, or ``grace_s`` after ``over`` is set.
+
+    ``stopping`` is called as soon as that is decided, before the harness is stopped and reaped
+    (which may take ``TERM_S``): from then on nothing it asks may count."""
     log = cwd / "harness.log"
     mark = secrets.token_urlsafe(18)
     started = time.perf_counter()
@@ -103,6 +112,8 @@ async def run_process(
         try:
             stopped = await _watch(process, timeout_s, over, grace_s)
         finally:
+            if stopping is not None:
+                stopping()
             await _reap(process)
             await to_blocking_thread(_sweep, f"{MARK}={mark}".encode())
             if cgroup is not None:  # what left the group and cleared its environment too

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import math
 import secrets
 import time
 from collections.abc import AsyncIterator
@@ -99,9 +100,14 @@ class EpisodeShell:
     async def settle(self) -> None:
         """The harness is gone: let the command it left running finish and be recorded (the
         environment bounds it by its own timeout), and start no other. Until then the session is
-        busy, and ending it would fail as though the environment had broken."""
+        busy, and ending it would fail as though the environment had broken.
+
+        ``over`` is set before the lock is taken: the commands the harness sent at once and left
+        waiting for the lock then find the episode over, instead of each running in turn after
+        the harness died (past its time limit, a marker among them submitting after the end)."""
+        self.over.set()
         async with self._lock:
-            self.over.set()
+            pass
 
     def _is_submission(self, output: str, exit_code: int) -> bool:
         if self.submit_marker is None or exit_code != 0:
@@ -157,13 +163,25 @@ class Relay:
         except (ValueError, RecursionError):
             return JSONResponse({"error": "the body is not JSON"}, 400)
         command, timeout = (data.get("command"), data.get("timeout")) if isinstance(data, dict) else (None, None)
-        if not isinstance(command, str) or not (timeout is None or isinstance(timeout, int | float)):
-            return JSONResponse({"error": 'expected {"command": str, "timeout": number or null}'}, 400)
+        if not isinstance(command, str) or (timeout is not None and _seconds(timeout) is None):
+            return JSONResponse({"error": 'expected {"command": str, "timeout": a finite number or null}'}, 400)
         try:
             command.encode()
         except UnicodeEncodeError:  # JSON may carry a lone surrogate half; no shell or wire can
             return JSONResponse({"error": "the command is not valid Unicode (a lone surrogate)"}, 400)
-        return JSONResponse(await shell.run(command, None if timeout is None else float(timeout)))
+        return JSONResponse(await shell.run(command, None if timeout is None else _seconds(timeout)))
+
+
+def _seconds(value: Any) -> float | None:
+    """A time limit as a float; None for what is none (a boolean, NaN or infinity, which Python's
+    JSON reads, an integer too large for a float, which raised OverflowError: a 500)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        seconds = float(value)
+    except OverflowError:
+        return None
+    return seconds if math.isfinite(seconds) else None
 
 
 class _Server(uvicorn.Server):

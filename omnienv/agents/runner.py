@@ -171,12 +171,15 @@ class _Run:
         try:  # afresh: what an earlier run's harness left in a kept --workdir (its memory, its home) is gone
             if context.workdir.exists():
                 shutil.rmtree(context.workdir)
-            context.workdir.mkdir(parents=True)
+            # Its own user's alone: its shim holds the relay's secret URL (a --workdir may be shared).
+            context.workdir.mkdir(parents=True, mode=0o700)
             install_shim(context, self.harness.shell_names)
             launch = self.harness.launch(context)
         except OSError as exc:
             return Finished("not_started", None, 0.0, context.workdir / "harness.log", str(exc))
-        return await run_process(launch, context.workdir, self.timeout_s, shell.over)
+        # Once it is to stop, its shell is closed: a harness that ignores SIGTERM (or its children,
+        # until they are killed) runs no command past its time, and submits nothing after the end.
+        return await run_process(launch, context.workdir, self.timeout_s, shell.over, stopping=shell.over.set)
 
 
 def _compact(call: ModelCall) -> dict[str, Any]:

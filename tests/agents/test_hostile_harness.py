@@ -11,6 +11,8 @@ import json
 import os
 import random
 import signal
+import stat
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +22,7 @@ from omnienv.agents import AgentRun, load_spec, run_agents
 from omnienv.agents.process import LOG_LIMIT, LOG_TAIL
 from omnienv.core import Environment, Task, tool
 from omnienv.rollout.scripted_openai import create_app
+from omnienv.rollout.trajectory import TRAINER_END as END
 from omnienv.sandboxes.cgroups import probe
 from omnienv.server import running
 from tests.agents.test_cli_harness import running_process
@@ -250,3 +253,82 @@ print(json.dumps(asked))
     assert [call.request["messages"][0]["content"] for call in item.record.calls] == ["during"]
     log = (tmp_path / "work" / "episode-0" / "harness.log").read_text()
     assert json.loads(log.splitlines()[-1]) == [200, 404, 404, 404], log
+
+
+class SlowShell(EchoShell):
+    """An echo shell whose every command takes half a second."""
+
+    name = "slow-shell"
+
+    @tool
+    def run(self, command: str) -> str:
+        """Echo a command, slowly.
+
+        Args:
+            command: The command line.
+        """
+        time.sleep(0.5)
+        return f"{command}\n[exit code 0]"
+
+
+def test_commands_a_harness_queued_before_it_died_never_run(tmp_path: Path, model: str) -> None:
+    """The harness sends eight commands at once (the relay runs one at a time, the rest wait), then
+    dies as the first answer comes. The relay ran every queued one after the harness was gone: the
+    agent's commands went on past its death (or past its time limit), and a marker among them would
+    have submitted after the end. Only the command running when it died is recorded now."""
+    program = """
+import threading
+post(os.environ["OPENAI_BASE_URL"], "own")
+answered = threading.Event()
+def send(index):
+    body = json.dumps({"command": f"echo {index}", "timeout": None}).encode()
+    url = os.environ["OMNIENV_SHELL_URL"] + "/run"
+    request = urllib.request.Request(url, body, {"content-type": "application/json"})
+    urllib.request.build_opener(urllib.request.ProxyHandler({})).open(request, timeout=60).read()
+    answered.set()
+for index in range(8):
+    threading.Thread(target=send, args=(index,), daemon=True).start()
+answered.wait(60)
+os._exit(0)
+"""
+    (tmp_path / "agent.py").write_text(POST + program)
+    (tmp_path / "agent.toml").write_text('command = ["{python}", "{spec_dir}/agent.py"]\n')
+    run = run_agents(load_spec(tmp_path / "agent.toml"), SlowShell, model="m", base_url=model, workdir=tmp_path / "w")
+    (item,) = run.episodes
+    names = [step.call.name for step in item.episode.steps]
+    assert item.harness["stopped"] == "exited" and item.episode.failure is None
+    assert names[-1] == END and 1 <= names.count("run") <= 2, names
+
+
+def test_a_harness_stopped_at_its_time_limit_runs_no_more_commands(tmp_path: Path, model: str) -> None:
+    """At its time limit the harness gets SIGTERM, and a few seconds before SIGKILL: it used them to
+    run commands (a marker among them would have submitted past the end). Its shell is closed as
+    soon as it is to stop: the command answers "over" (exit 1) and never reaches the session."""
+    program = """
+import signal, subprocess, sys
+def last_words(*_):
+    ran = subprocess.run([os.environ["SHELL"], "-c", "echo past the limit"], capture_output=True, text=True)
+    print(json.dumps([ran.returncode, ran.stdout]), flush=True)
+    sys.exit(0)
+signal.signal(signal.SIGTERM, last_words)
+post(os.environ["OPENAI_BASE_URL"], "own")
+while True:
+    signal.pause()
+"""
+    run = play(tmp_path, model, program, timeout_s=5.0)
+    (item,) = run.episodes
+    assert item.harness["stopped"] == "timeout" and item.episode.failure is None, item.harness
+    assert [step.call.name for step in item.episode.steps] == [END]
+    log = (tmp_path / "work" / "episode-0" / "harness.log").read_text()
+    assert json.loads(log.splitlines()[-1]) == [1, ""], log
+
+
+def test_no_other_user_can_read_an_episodes_secret_urls_in_a_kept_workdir(tmp_path: Path, model: str) -> None:
+    """The shim in an episode's ``bin/`` has the relay's URL, token included, written in: under a
+    ``--workdir`` it was readable by every user of the machine (mode 0755), who could then run
+    commands in the episode's sandbox, or submit for it."""
+    (item,) = play(tmp_path, model, 'post(os.environ["OPENAI_BASE_URL"], "own")').episodes
+    assert item.episode.failure is None
+    episode = tmp_path / "work" / "episode-0"
+    for path in (episode, episode / "bin" / "omnienv-shell"):
+        assert stat.S_IMODE(path.stat().st_mode) & 0o077 == 0, (path, oct(path.stat().st_mode))

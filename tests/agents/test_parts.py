@@ -258,6 +258,9 @@ def test_the_relay_answers_only_its_episodes_and_well_formed_calls() -> None:
         assert client.post(f"/episodes/{token}/run", content=b"{").status_code == 400
         assert client.post(f"/episodes/{token}/run", json={"command": 3}).status_code == 400
         assert client.post(f"/episodes/{token}/run", content=b" " * (5 << 20)).status_code == 413
+        for timeout in (b"1" + b"0" * 400, b"NaN", b"Infinity", b"true"):  # a 500 (OverflowError), or no limit
+            body = b'{"command": "ls", "timeout": ' + timeout + b"}"
+            assert client.post(f"/episodes/{token}/run", content=body).status_code == 400, timeout
         lone = client.post(f"/episodes/{token}/run", content=b'{"command": "echo \\ud800"}')
         assert lone.status_code == 400 and "surrogate" in lone.json()["error"] and not shell.steps
         answer = client.post(f"/episodes/{token}/run", json={"command": "echo hi", "timeout": 5})
