@@ -285,7 +285,7 @@ class ProxyApp:
         def record(response: dict[str, Any], tokens: Tokens, streamed: bool, missing: str | None = None) -> None:
             if refusal is not None and sent is request:
                 tokens.notes.append(f"the upstream refused vLLM's token fields ({refusal}): calls go to it unchanged")
-            self.log.add(
+            call = self.log.add(
                 ModelCall(
                     episode=episode,
                     api=api,
@@ -301,6 +301,8 @@ class ProxyApp:
                     missing=missing or tokens.missing(),
                 )
             )
+            if call is not None and call.broken_off:  # recorded (the harness got it), and failed
+                self.log.fail(episode, f"the model server broke the call off (finish reason {call.finish_reason!r})")
 
         answers: list[Answer] = []
 

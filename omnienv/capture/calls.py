@@ -11,9 +11,14 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-__all__ = ["ModelCall"]
+__all__ = ["BROKEN_OFF", "ModelCall"]
 
 Api = Literal["chat", "responses"]
+
+BROKEN_OFF = frozenset({"abort", "error", "failed", "cancelled", "queued", "in_progress"})
+"""Finish reasons (a response's status) of a generation the server broke off, not one the model
+ended: vLLM's ``abort`` and ``error``, SGLang's ``abort``, a response ``failed``, ``cancelled`` or
+never finished. Its tokens stop where the server stopped, so they are no sample of the model's."""
 
 
 @dataclass(slots=True)
@@ -44,6 +49,11 @@ class ModelCall:
     @property
     def has_tokens(self) -> bool:
         return self.prompt_token_ids is not None and self.completion_token_ids is not None
+
+    @property
+    def broken_off(self) -> bool:
+        """The server broke the generation off (:data:`BROKEN_OFF`): the harness got an error, not an answer."""
+        return self.finish_reason in BROKEN_OFF
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -311,6 +311,8 @@ def to_trl_rollout(records: Iterable[TrainingRecord]) -> dict[str, list[Any]]:
         segments = record.segments
         if segments is None:
             raise _refuse(record, "a TRL rollout", "; ".join(record.missing))
+        if void := record.void:
+            raise _refuse(record, "a TRL rollout", "; ".join(void))
         if len(segments) > 1:
             raise _refuse(record, "a TRL rollout", f"the history was rewritten ({len(segments)} token segments)")
         segment = segments[0]

@@ -108,6 +108,18 @@ def _logprobs_of(call: ModelCall) -> list[float | None]:
     return [float(lp) for lp in call.logprobs]
 
 
+def _void(call: ModelCall) -> str | None:
+    """Why a call's tokens are no training data even where its ids are whole, or None."""
+    if call.broken_off:
+        return (
+            f"the model server broke the generation off (finish reason {call.finish_reason!r}): "
+            "its tokens end where the server stopped, not where the model did"
+        )
+    if len(choices := call.response.get("choices") or ()) > 1:
+        return f"{len(choices)} choices, of which only the first is recorded (the harness may have used another)"
+    return None
+
+
 def build_segments(calls: Sequence[ModelCall]) -> list[TokenSegment] | None:
     """The calls' token segments by the prefix rule (see the module's docstring); None when any call
     lacks token ids, since a gap would leave generated tokens looking like prompt."""
@@ -222,7 +234,9 @@ class TrainingRecord:
             return ["no model calls were captured"]
         problems: list[str] = []
         for call in self.calls:
-            if not call.has_tokens:
+            if (why := _void(call)) is not None:
+                problems.append(f"call {call.index}: {why}")
+            elif not call.has_tokens:
                 problems.append(f"call {call.index}: no token ids ({call.missing or 'the upstream gave none'})")
             elif call.logprobs is None:
                 problems.append(f"call {call.index}: no logprobs ({call.missing or 'the upstream gave none'})")
@@ -231,12 +245,14 @@ class TrainingRecord:
                     f"call {call.index}: {len(call.logprobs)} logprobs for "
                     f"{len(call.completion_token_ids or [])} completion tokens"
                 )
-            elif len(choices := call.response.get("choices") or ()) > 1:
-                problems.append(
-                    f"call {call.index}: {len(choices)} choices, of which only the first is recorded "
-                    "(the harness may have used another)"
-                )
         return problems
+
+    @property
+    def void(self) -> list[str]:
+        """The calls whose tokens must not be trained on even with their ids whole (the server broke
+        the generation off, or only one of several choices is recorded), one line each; a subset of
+        :attr:`missing`."""
+        return [f"call {call.index}: {why}" for call in self.calls if (why := _void(call)) is not None]
 
     @property
     def trainable(self) -> bool:

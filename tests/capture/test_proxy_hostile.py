@@ -17,7 +17,7 @@ import httpx
 import openai
 import pytest
 
-from omnienv.capture import CaptureProxy
+from omnienv.capture import CaptureProxy, TrainingRecord, to_trl_rollout
 from omnienv.server import running
 from tests.capture.test_proxy import bare_upstream, client, terabyte_upstream
 
@@ -189,3 +189,32 @@ def test_a_stream_the_model_server_fails_is_its_failure_of_the_call(ending: str)
         assert proxy.calls("e") == []
         failure = proxy.log.failure("e")
     assert failure is not None and "boom" not in failure
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_a_generation_the_model_server_broke_off_is_recorded_as_its_failure_and_never_trained(stream: bool) -> None:
+    """vLLM ends an aborted generation with finish reason ``abort``: it was recorded as a whole,
+    trainable turn, the model's tokens cut where the server stopped."""
+    events = [chunk("a", [1], -0.1, prompt_token_ids=[5]), chunk("", [2], -0.2, "abort"), "data: [DONE]\n\n"]
+    broken = answer("crane", prompt_token_ids=[5])
+    broken["choices"][0]["finish_reason"] = "abort"
+
+    @bare_upstream
+    async def aborting(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if stream:
+            return await streaming(events)(scope, receive, send)
+        await receive()
+        await whole(send, json.dumps(broken).encode())
+
+    with running(aborting) as url, CaptureProxy(f"{url}/v1") as proxy:
+        if stream:
+            streamed_text(proxy)
+        else:
+            client(proxy.episode_url("e")).chat.completions.create(model="m", messages=MESSAGES)
+        (call,) = proxy.calls("e")
+        failure = proxy.log.failure("e")
+    assert call.finish_reason == "abort" and call.has_tokens and failure is not None and "'abort'" in failure
+    record = TrainingRecord.from_calls([call], reward=1.0)
+    assert not record.trainable and record.void == record.missing and "broke the generation off" in record.void[0]
+    with pytest.raises(ValueError, match="broke the generation off"):
+        to_trl_rollout([record])

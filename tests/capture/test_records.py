@@ -147,8 +147,11 @@ def test_a_call_of_several_choices_is_no_training_data() -> None:
     assert record.missing == [
         "call 1: 2 choices, of which only the first is recorded (the harness may have used another)"
     ]
+    assert record.void == record.missing
     with pytest.raises(ValueError, match="call 1: 2 choices"):
         to_openenv_trace(record)
+    with pytest.raises(ValueError, match="call 1: 2 choices"):  # it gave TRL a row with the episode's reward
+        to_trl_rollout([record])
 
 
 def test_missing_or_misaligned_logprobs_are_reported_and_left_none() -> None:
