@@ -222,3 +222,21 @@ def test_a_sparse_file_is_copied_sparse_never_as_its_zeros(tmp_path: Path) -> No
         f.seek(size // 2 - 4)
         assert f.read(30) == b"\0" * 4 + b"data in the middle" + b"\0" * 8
     assert (tmp_path / "copy" / "small.txt").read_bytes() == b"x" * 5000
+
+
+def test_a_hard_link_is_copied_as_a_link_never_as_another_copy(tmp_path: Path) -> None:
+    """A file of 100 MB under a dozen names costs the agent 100 MB; copied once per name, it filled the
+    verifier's storage (and the host's memory) and left the agent's other files out of the copy."""
+    source = tmp_path / "source"
+    (source / "sub").mkdir(parents=True)
+    (source / "data").write_bytes(b"d" * 10_000)
+    for number in range(12):
+        os.link(source / "data", source / "sub" / f"link{number}")
+    (source / "alone").write_bytes(b"a")
+    copy_tree(source, tmp_path / "copy")
+    copied = tmp_path / "copy" / "data"
+    assert copied.stat().st_nlink == 13 and copied.read_bytes() == b"d" * 10_000
+    inodes = {(tmp_path / "copy" / "sub" / name).stat().st_ino for name in os.listdir(tmp_path / "copy" / "sub")}
+    assert inodes == {copied.stat().st_ino}
+    assert copied.stat().st_ino != (source / "data").stat().st_ino, "a copy, never the agent's own file"
+    assert (tmp_path / "copy" / "alone").read_bytes() == b"a"

@@ -144,10 +144,13 @@ def copy_tree(
 ) -> None:
     """Copy ``source``'s contents into ``target``: directories, regular files and links only.
 
-    Links are copied as links, except those that lead to a file or directory inside
-    ``follow_within``, whose target is copied in their place (once along any one path, so a link
-    to its own parent ends). The walk keeps its own stack: an agent's directories nested a
-    thousand deep are copied, not a ``RecursionError`` that would void the episode. What cannot be
+    A regular file's holes stay holes and its hard links hard links: the copy takes no more room
+    than the tree (a file linked under a thousand names, copied a thousand times, filled the
+    verifier's storage and the host's memory). Symbolic links are copied as links, except those that
+    lead to a file or directory inside ``follow_within``, whose target is copied in their place
+    (once along any one path, so a link to its own parent ends). The walk keeps its own stack: an
+    agent's directories nested a thousand deep are copied, not a ``RecursionError`` that would void
+    the episode. What cannot be
     copied is skipped with a warning (the agent's unreadable files), or raises when ``strict`` (a
     task's own tests: a verifier missing a file would grade the workspace, not say the host failed).
     With ``mounted_at`` (where ``source`` is mounted in a sandbox), a link that would lead out of it
@@ -161,6 +164,7 @@ def copy_tree(
     target.mkdir(parents=True, exist_ok=True)
     pending: list[tuple[str, Path, frozenset[Path]]] = [(str(source), target, frozenset())]
     made: list[tuple[str, Path]] = []  # directories copied, parents first: their times are set last
+    linked: dict[tuple[int, int], Path] = {}  # the copy of each file with other names
     first = True
     seen = 0
     while pending:
@@ -180,12 +184,13 @@ def copy_tree(
                     raise TooManyFilesError(limit)
                 destination = copy / entry.name
                 try:
-                    mode = entry.stat(follow_symlinks=False).st_mode
+                    info = entry.stat(follow_symlinks=False)
                     entry_path, into = entry.path, followed
-                    if stat.S_ISLNK(mode) and within is not None:
+                    if stat.S_ISLNK(info.st_mode) and within is not None:
                         resolved = Path(entry.path).resolve()
                         if resolved.is_relative_to(within) and resolved not in followed:
-                            mode, entry_path, into = resolved.stat().st_mode, str(resolved), followed | {resolved}
+                            info, entry_path, into = resolved.stat(), str(resolved), followed | {resolved}
+                    mode = info.st_mode
                     if (
                         stat.S_ISLNK(mode)
                         and mounted_at is not None
@@ -198,8 +203,12 @@ def copy_tree(
                         destination.mkdir(exist_ok=True)
                         pending.append((entry_path, destination, into))
                         made.append((entry_path, destination))
+                    elif stat.S_ISREG(mode) and (info.st_dev, info.st_ino) in linked:
+                        os.link(linked[info.st_dev, info.st_ino], destination)  # a hard link stays one
                     elif stat.S_ISREG(mode):
                         _copy_file(entry_path, destination)
+                        if info.st_nlink > 1:
+                            linked[info.st_dev, info.st_ino] = destination
                 except OSError as exc:
                     if strict:
                         raise
