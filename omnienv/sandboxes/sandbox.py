@@ -58,6 +58,8 @@ __all__ = ["Sandbox"]
 
 logger = logging.getLogger("omnienv.sandbox")
 
+HOME_MODE = 0o755
+"""The home's mode, given back at every spawn."""
 OWNER_LOCK = "owner.lock"
 """Locked by a sandbox's owner while it lives: a sandbox whose lock is free is swept
 (:func:`~omnienv.sandboxes.upkeep.sweep_stale`)."""
@@ -160,6 +162,9 @@ class Sandbox:
             raise RuntimeError("the sandbox is closed")
         for host_path, _ in binds:
             self._check_bind_source(host_path)
+        # bwrap starts the program in the home: one its last program made unreadable (chmod 000 ~, then
+        # exit) would fail every later start, which reads as the host's failure, not the sandbox's doing.
+        os.chmod(self.work_dir, HOME_MODE)
         gate_read, gate_write = os.pipe()
         options = options_file()
         try:

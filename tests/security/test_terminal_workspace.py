@@ -240,3 +240,21 @@ def test_a_hard_link_is_copied_as_a_link_never_as_another_copy(tmp_path: Path) -
     assert inodes == {copied.stat().st_ino}
     assert copied.stat().st_ino != (source / "data").stat().st_ino, "a copy, never the agent's own file"
     assert (tmp_path / "copy" / "alone").read_bytes() == b"a"
+
+
+def test_an_agent_that_locks_itself_out_of_its_home_then_ends_its_shell_is_scored_never_void(
+    tmp_path: Path,
+) -> None:
+    """``chmod 000 ~; exit``: the next shell could not start in the home, and the episode was void, as
+    if the host had failed. The home's mode is given back at every start."""
+    env = harbor_environment(make_task(tmp_path))()
+    try:
+        env.reset("train/answer")
+        env.step(run("chmod 000 /home/user && echo 42 > out.txt"))
+        ended = env.step(run("exit"))
+        assert ended.failure is None and "a new one started" in ended.observation.text, ended
+        again = env.step(run("pwd && ls -ld /home/user"))
+        assert again.failure is None and again.observation.text.startswith("/app\ndrwxr-xr-x"), again
+        assert env.step(ToolCall("submit", {})).reward == 1.0
+    finally:
+        env.close()
