@@ -327,13 +327,17 @@ class ProxyApp:
                         await answer.aclose()
                     if not refuses_token_fields(sent, request, content):
                         return await _reply(send, answer.status, content, _kept(answer))
-                    refusal = self.refusal = f"{answer.status} {content[:300].decode('utf-8', 'replace')}"
-                    if self.request_tokens:
-                        self.request_tokens = False
-                        logger.warning("capture proxy: %s refused vLLM's token fields (%s)", self.root, refusal)
+                    refused = f"{answer.status} {content[:300].decode('utf-8', 'replace')}"
                     sent, asked = request, Asked(True, True, True)
                     answer = await self.upstream.send(b"POST", target, headers, body)
                     answers.append(answer)
+                    # only a harness's own body that goes through shows the fields were refused: one
+                    # refused too (its error merely names one) must not turn capture off for every episode
+                    if answer.status < 400:
+                        refusal = self.refusal = refused
+                        if self.request_tokens:
+                            self.request_tokens = False
+                            logger.warning("capture proxy: %s refused vLLM's token fields (%s)", self.root, refusal)
                 if streamed and answer.status < 400:
                     bound.reschedule(None)
                     return await self._stream(send, gone, answer, _Relay(api, asked, record), episode)

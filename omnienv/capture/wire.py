@@ -146,7 +146,7 @@ def chat_tokens(completion: dict[str, Any]) -> Tokens:
         tokens.notes.append(NOT_FINITE)
     if len(choices) > 1:
         tokens.notes.append(f"{len(choices)} choices: only the first is recorded")
-    _check_counts(tokens)
+    _check_counts(tokens, "prompt_tokens", "completion_tokens" if len(choices) == 1 else None)
     return tokens
 
 
@@ -182,7 +182,7 @@ def response_tokens(response: dict[str, Any], streamed_logprobs: list[Any] | Non
             tokens.notes.append(NOT_FINITE)
     elif tokens.completion is not None:
         tokens.notes.append("no log-probabilities: vLLM's Responses API gives them on output text only")
-    _check_counts(tokens)
+    _check_counts(tokens, "input_tokens", "output_tokens")
     return tokens
 
 
@@ -197,8 +197,14 @@ def _ids(value: Any) -> list[int] | None:
     return value if isinstance(value, list) else None
 
 
-def _check_counts(tokens: Tokens) -> None:
-    """Log-probabilities that do not pair one to one with the completion ids are not kept."""
+def _check_counts(tokens: Tokens, prompt_count: str, completion_count: str | None) -> None:
+    """Ids fewer or more than the usage counts (a streamed delta lost on the way), and
+    log-probabilities that do not pair one to one with the completion ids, are not kept."""
+    for name, count in (("prompt", prompt_count), ("completion", completion_count)):
+        ids, used = getattr(tokens, name), tokens.usage.get(count) if count else None
+        if ids is not None and isinstance(used, int) and not isinstance(used, bool) and used != len(ids):
+            tokens.notes.append(f"no {name} token ids: {len(ids)} came for the {used} the usage counts")
+            setattr(tokens, name, None)
     if tokens.logprobs is not None and tokens.completion is not None and len(tokens.logprobs) != len(tokens.completion):
         tokens.notes.append(
             f"{len(tokens.logprobs)} log-probabilities for {len(tokens.completion)} completion tokens: not recorded"

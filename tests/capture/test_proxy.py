@@ -379,6 +379,33 @@ def test_an_upstream_that_refuses_the_token_fields_gets_the_harness_s_own_calls(
     assert all("Unrecognized request argument supplied: return_token_ids" in (c.missing or "") for c in calls)
 
 
+def test_a_harness_s_own_bad_call_whose_error_names_a_token_field_leaves_capture_on() -> None:
+    """vLLM's 400 for ``top_logprobs`` over its limit names ``logprobs``, a field the proxy adds: it
+    was taken for a refusal of the token fields, and every later call of every episode went without them."""
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    async def chat(request: Request) -> JSONResponse:
+        body = await request.json()
+        if body.get("top_logprobs", 0) > 5:
+            return JSONResponse({"error": {"message": "top_logprobs must be at most 5 with logprobs"}}, 400)
+        choice = {"index": 0, "message": {"role": "assistant", "content": "hello"}, "finish_reason": "stop"}
+        if body.get("return_token_ids") and body.get("logprobs"):
+            choice |= {"token_ids": [9], "logprobs": {"content": [{"token": "hello", "logprob": -0.5}]}}
+        return JSONResponse({"id": "c", "object": "chat.completion", "created": 0, "model": "m", "choices": [choice]})
+
+    upstream = Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])])
+    with running(upstream) as url, CaptureProxy(f"{url}/v1") as proxy:
+        model, hello = client(proxy.episode_url("e")), [{"role": "user", "content": "hi"}]
+        with pytest.raises(openai.BadRequestError):
+            model.chat.completions.create(model="m", messages=hello, top_logprobs=20)  # type: ignore[arg-type]
+        model.chat.completions.create(model="m", messages=hello)  # type: ignore[arg-type]
+        (call,) = proxy.calls("e")
+        assert proxy.app.request_tokens and proxy.app.refusal is None
+    assert call.completion_token_ids == [9] and call.logprobs == [-0.5]
+
+
 def test_a_harness_that_leaves_mid_stream_ends_the_upstream_call_and_is_not_recorded() -> None:
     """The model sends one event, then would go on generating until its client leaves: when the
     harness leaves, the proxy closes its own connection upstream (which is how a server learns to

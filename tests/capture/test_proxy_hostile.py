@@ -218,3 +218,18 @@ def test_a_generation_the_model_server_broke_off_is_recorded_as_its_failure_and_
     assert not record.trainable and record.void == record.missing and "broke the generation off" in record.void[0]
     with pytest.raises(ValueError, match="broke the generation off"):
         to_trl_rollout([record])
+
+
+def test_a_stream_whose_ids_fall_short_of_its_usage_is_recorded_without_them() -> None:
+    """A server that skips the chunk of a token the tool parser held back (vLLM before it sent
+    those with ``return_token_ids``) gave a record one id short that looked whole."""
+    usage = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m", "choices": []}
+    usage["usage"] = {"prompt_tokens": 2, "completion_tokens": 3, "total_tokens": 5}
+    events = [chunk("a", [1], -0.1, prompt_token_ids=[5, 6]), chunk("c", [3], -0.3, "stop")]
+    events += [f"data: {json.dumps(usage)}\n\n", "data: [DONE]\n\n"]
+    with running(streaming(events)) as url, CaptureProxy(f"{url}/v1") as proxy:
+        assert streamed_text(proxy) == "ac"
+        (call,) = proxy.calls("e")
+    assert call.prompt_token_ids == [5, 6] and call.completion_token_ids is None
+    assert call.missing == "no completion token ids: 2 came for the 3 the usage counts"
+    assert TrainingRecord.from_calls([call], 1.0).missing[0].startswith("call 0: no token ids (no completion token ids")

@@ -66,3 +66,11 @@ def test_stripping_leaves_what_the_harness_asked_for() -> None:
 def test_the_documented_example_runs() -> None:
     (code,) = re.findall(r"```python\n(.*?)```", DOC.read_text(), re.DOTALL)
     exec(compile(code, str(DOC), "exec"), {})
+
+
+def test_ids_that_do_not_match_the_usage_counts_are_dropped_and_said() -> None:
+    raw = {"type": "raw_message_tokens", "message": "", "tokens": [1, 2]}
+    usage = {"input_tokens": 3, "output_tokens": 2}
+    tokens = response_tokens({"status": "completed", "input_messages": [raw], "output_messages": [raw], "usage": usage})
+    assert tokens.prompt is None and tokens.completion == [1, 2]
+    assert "no prompt token ids: 2 came for the 3 the usage counts" in (tokens.missing() or "")
