@@ -87,6 +87,8 @@ def ask_chat(body: dict[str, Any], request_tokens: bool = True) -> tuple[dict[st
     """The chat body to send upstream, and what the harness asked for itself."""
     streamed = bool(body.get("stream"))
     options = body.get("stream_options") or {}
+    if not isinstance(options, dict):  # not ours to mend: the upstream answers it
+        return body, Asked(True, True, True)
     asked = Asked(bool(body.get("return_token_ids")), bool(body.get("logprobs")), bool(options.get("include_usage")))
     if not request_tokens:
         return body, Asked(True, True, True)
@@ -98,7 +100,10 @@ def ask_chat(body: dict[str, Any], request_tokens: bool = True) -> tuple[dict[st
 
 def ask_responses(body: dict[str, Any], request_tokens: bool = True) -> tuple[dict[str, Any], Asked]:
     """The responses body to send upstream, and what the harness asked for itself."""
-    include = list(body.get("include") or ())
+    include = body.get("include") or []
+    if not isinstance(include, list):  # not ours to mend: the upstream answers it
+        return body, Asked(True, True, True)
+    include = list(include)
     asked = Asked(bool(body.get("enable_response_messages")), RESPONSE_LOGPROBS in include, True)
     if not request_tokens:
         return body, Asked(True, True, True)

@@ -233,3 +233,23 @@ def test_a_stream_whose_ids_fall_short_of_its_usage_is_recorded_without_them() -
     assert call.prompt_token_ids == [5, 6] and call.completion_token_ids is None
     assert call.missing == "no completion token ids: 2 came for the 3 the usage counts"
     assert TrainingRecord.from_calls([call], 1.0).missing[0].startswith("call 0: no token ids (no completion token ids")
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [("chat/completions", {"messages": MESSAGES, "stream": True, "stream_options": 5}), ("responses", {"include": 5})],
+    ids=["chat", "responses"],
+)
+def test_a_request_with_a_field_of_the_wrong_shape_gets_the_upstream_s_answer(path: str, body: dict[str, Any]) -> None:
+    """The proxy merged its fields into it and raised (a 500 from the proxy, a traceback in its log)."""
+    seen: list[bytes] = []
+
+    @bare_upstream
+    async def strict(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        seen.append((await receive())["body"])
+        await send({"type": "http.response.start", "status": 422, "headers": [(b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": b'{"error": {"message": "bad field"}}'})
+
+    with running(strict) as url, CaptureProxy(f"{url}/v1") as proxy:
+        got = httpx.post(f"{proxy.episode_url('e')}/{path}", json={"model": "m"} | body, timeout=10)
+    assert got.status_code == 422 and "bad field" in got.text and json.loads(seen[0]) == {"model": "m"} | body
