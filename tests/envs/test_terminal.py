@@ -397,6 +397,25 @@ def test_verifier_hazards_are_python_lines_that_put_the_working_directory_first(
     assert all(hazard.startswith("test.sh line 2 ") for hazard in found)
 
 
+def test_the_oracle_hands_solve_sh_its_files_as_they_are_bytes_and_modes(tmp_path: Path) -> None:
+    """A solution may carry bytes that are no text (an archive, a patch in Latin-1) and helpers it runs
+    by path: they reach the sandbox byte for byte and executable (the oracle raised UnicodeDecodeError)."""
+    blob = bytes(range(256)) * 2000  # 512 KB, no UTF-8: written in pieces
+    made = "python3 -Ic 'import sys; sys.stdout.buffer.write(bytes(range(256)) * 2000)'"
+    solve = f'{made} | cmp - "$(dirname "$0")/blob.bin" && "$(dirname "$0")/helper.sh" > out.txt\n'
+    task = make_task(tmp_path, solve=solve)
+    (task / "solution" / "blob.bin").write_bytes(blob)
+    (task / "solution" / "helper.sh").write_text("#!/bin/sh\necho 42\n")
+    (task / "solution" / "helper.sh").chmod(0o755)
+    env = harbor_environment(task)()
+    try:
+        env.reset("train/answer")
+        results = [env.step(call) for call in solution_calls(read_task(task))]
+        assert results[-1].reward == 1.0, [result.observation.text[-300:] for result in results]
+    finally:
+        env.close()
+
+
 def test_a_failing_setup_is_an_infrastructure_failure_never_a_score(tmp_path: Path) -> None:
     broken = make_task(tmp_path, dockerfile="FROM x\nWORKDIR /app\nRUN exit 3\n")
     env = harbor_environment(broken)()
