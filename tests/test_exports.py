@@ -21,6 +21,8 @@ ROOT = Path(omnienv.__file__).resolve().parent
 CORE = {
     "CapacityError",
     "InvalidJSONError",
+    "InvalidTypeError",
+    "InvalidValueError",
     "MessageTooLargeError",
     "MessageValidationError",
     "ProtocolError",

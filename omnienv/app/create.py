@@ -11,7 +11,7 @@ from typing import Any
 from starlette.routing import BaseRoute
 
 from omnienv.core.env import EnvironmentBase
-from omnienv.core.errors import UsageError
+from omnienv.core.errors import InvalidTypeError, UsageError
 from omnienv.core.registry import load_environment
 from omnienv.server.app import OmniApp, RoutesPlugin, assemble
 from omnienv.server.config import ServerConfig
@@ -88,7 +88,14 @@ def create_app(
     """
     env_class = load_environment(env) if isinstance(env, str) else env
     if not (isinstance(env_class, type) and issubclass(env_class, EnvironmentBase)):
-        raise TypeError(f"create_app needs an Environment class or name, got {env!r}")
+        fix = (
+            f"pass its class, {type(env).__name__}, not an instance"
+            if isinstance(env, EnvironmentBase)
+            else "pass an Environment subclass or a registered name, such as create_app('wordle')"
+        )
+        raise InvalidTypeError(
+            f"create_app needs an Environment class or its registered name, got {type(env).__name__} {env!r:.80}: {fix}"
+        )
     config = _configured(config, overrides)
     if config.agent_only and not config.operator_token:
         config = replace(config, operator_token=secrets.token_urlsafe(24))

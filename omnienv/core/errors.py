@@ -12,7 +12,9 @@ client can turn the frame back into the same class (the table lives in ``omnienv
     ├── UsageError                   the infrastructure called things in the wrong order
     │   ├── NotResetError            step/state before the first reset
     │   ├── EpisodeOverError         step after the episode ended
-    │   └── AgentOnlyError           reset/step/state on an agent-only server (AGENT_ONLY)
+    │   ├── AgentOnlyError           reset/step/state on an agent-only server (AGENT_ONLY)
+    │   ├── InvalidTypeError         an argument of the wrong type (also a TypeError)
+    │   └── InvalidValueError        an argument or setting out of its range (also a ValueError)
     ├── ActionError                  the agent's tool call was wrong; becomes an error observation
     │   ├── UnknownToolError
     │   ├── InvalidArgumentsError
@@ -56,6 +58,8 @@ __all__ = [
     "EpisodeOverError",
     "InvalidArgumentsError",
     "InvalidJSONError",
+    "InvalidTypeError",
+    "InvalidValueError",
     "MessageTooLargeError",
     "MessageValidationError",
     "NotResetError",
@@ -113,6 +117,16 @@ class AgentOnlyError(UsageError):
     """The server is agent-only: agents get tools, and only its operator starts episodes."""
 
     code = "AGENT_ONLY"
+
+
+class InvalidTypeError(UsageError, TypeError):
+    """A caller passed an argument of the wrong type (an environment's name where its class
+    belongs); the message names the fix. A TypeError too, for callers that catch those."""
+
+
+class InvalidValueError(UsageError, ValueError):
+    """A caller passed an argument or setting omnienv cannot use (a negative count, a policy no one
+    made); the message names the fix. A ValueError too, for callers that catch those."""
 
 
 class ActionError(OmniEnvError):

@@ -15,9 +15,9 @@ from pathlib import Path
 from types import ModuleType
 
 from omnienv.core.env import EnvironmentBase
-from omnienv.core.errors import OmniEnvError, UnknownEnvironmentError, UsageError
+from omnienv.core.errors import InvalidTypeError, OmniEnvError, UnknownEnvironmentError, UsageError
 
-__all__ = ["load_environment", "register", "registered"]
+__all__ = ["load_environment", "register", "registered", "require_environment_class"]
 
 ENTRY_POINT_GROUP = "omnienv.environments"
 _BUILTIN = {
@@ -100,6 +100,24 @@ def load_environment(name: str) -> type[EnvironmentBase]:
     if not (isinstance(cls, type) and issubclass(cls, EnvironmentBase)):
         raise UnknownEnvironmentError(f"'{target}' is not an omnienv Environment class")
     return cls
+
+
+def require_environment_class(value: object, owner: str) -> type[EnvironmentBase]:
+    """``value`` if it is an Environment class, else the :class:`InvalidTypeError` of ``owner``
+    (an entry point taking ``env_class``) naming the fix: a name is loaded, an instance has a class."""
+    if isinstance(value, type) and issubclass(value, EnvironmentBase):
+        return value
+    if isinstance(value, str):
+        fix = f"use omnienv.load_environment({value!r})"
+    elif isinstance(value, EnvironmentBase):
+        fix = f"pass its class, {type(value).__name__}, not an instance"
+    else:
+        fix = "pass an Environment subclass, or omnienv.load_environment(name) for a registered one"
+    shown = repr(value)
+    shown = shown if len(shown) <= 80 else shown[:77] + "..."
+    raise InvalidTypeError(
+        f"{owner}: env_class must be an Environment class, got {type(value).__name__} {shown}: {fix}"
+    )
 
 
 def _catalog() -> ModuleType:

@@ -24,6 +24,7 @@ from omnienv.core import (
     EpisodeOverError,
     Failure,
     ImageBlock,
+    InvalidTypeError,
     State,
     StepResult,
     Task,
@@ -44,8 +45,9 @@ def resolve_env(env: EnvLike) -> Environment | AsyncEnvironment:
     if isinstance(found, type):
         found = found()
     if not isinstance(found, Environment | AsyncEnvironment):
-        raise TypeError(
-            f"expected an omnienv Environment, its class or its registered name, got {type(found).__name__}"
+        raise InvalidTypeError(
+            "expected an omnienv Environment, its class or its registered name (such as 'wordle'), "
+            f"got {type(found).__name__} {found!r:.80}"
         )
     return found
 

@@ -45,7 +45,7 @@ try:
 except ImportError as exc:  # the framework is an optional extra
     raise ImportError(f"{__name__} needs gymnasium: pip install 'omnienv[gymnasium]'") from exc
 
-from omnienv.core import ImageBlock, ToolCall
+from omnienv.core import ImageBlock, InvalidValueError, ToolCall
 from omnienv.core.content import Block
 from omnienv.core.text_actions import TagGrammar, TextTurn, openai_tools
 from omnienv.dialects._text import EnvLike, TextSession
@@ -123,7 +123,7 @@ class GymnasiumEnv(gymnasium.Env[Obs, str]):
         max_text_length: int = 1 << 16,
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
+            raise InvalidValueError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
         self.session = TextSession(env, tags=tags, max_turns=max_turns)
         self.render_mode = render_mode
         self.shows_images = bool(getattr(self.session.env, "shows_images", False))

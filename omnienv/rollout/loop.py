@@ -14,7 +14,8 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
-from omnienv.core import AsyncEnv, Failure, OmniEnvError, ToolCall, UsageError
+from omnienv.core import AsyncEnv, Failure, OmniEnvError, ToolCall
+from omnienv.rollout._arguments import check_arguments, require_policy_factory
 from omnienv.rollout.policy import EndEpisode, Policy
 from omnienv.rollout.trajectory import TRAINER_END, Episode, Step
 
@@ -86,16 +87,6 @@ async def end_stopped(env: AsyncEnv, episode: Episode) -> None:
     episode.steps.append(Step(ToolCall(TRAINER_END), result, time.perf_counter() - started))
 
 
-def require_policy_factory(make_policy: object) -> None:
-    """A Policy itself, or a policy's name, where a factory of them belongs would fail in every
-    worker: refused before anything runs (or any file is opened)."""
-    if not callable(make_policy):
-        raise UsageError(
-            f"make_policy must make a fresh Policy for each worker, got {type(make_policy).__name__} {make_policy!r}: "
-            "pass omnienv.rollout.make_policy(name, env_class), or `lambda: policy` to share one"
-        )
-
-
 async def arun_episodes(
     make_env: EnvFactory,
     make_policy: Callable[[], Policy],
@@ -108,7 +99,14 @@ async def arun_episodes(
 
     Each worker owns one environment and one policy for all its episodes, as trainers pool them.
     """
-    require_policy_factory(make_policy)
+    check_arguments(
+        "arun_episodes",
+        make_env=make_env,
+        make_policy=make_policy,
+        plans=plans,
+        concurrency=concurrency,
+        deadline_s=deadline_s,
+    )
     queue: asyncio.Queue[EpisodePlan] = asyncio.Queue()
     for plan in plans:
         queue.put_nowait(plan)
@@ -132,7 +130,7 @@ async def arun_episodes(
             await finished.put(exc)
             raise
 
-    workers = [asyncio.create_task(guarded()) for _ in range(max(1, min(concurrency, len(plans))))]
+    workers = [asyncio.create_task(guarded()) for _ in range(min(concurrency, len(plans)))]
     completed = False
     try:
         for _ in range(len(plans)):

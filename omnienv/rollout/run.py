@@ -15,7 +15,8 @@ from pathlib import Path
 import orjson
 
 from omnienv.core import AsyncEnv, EnvironmentBase, TaskError, UsageError, as_async
-from omnienv.rollout.loop import EnvFactory, EpisodePlan, arun_episodes, require_policy_factory
+from omnienv.rollout._arguments import check_arguments
+from omnienv.rollout.loop import EnvFactory, EpisodePlan, arun_episodes
 from omnienv.rollout.policy import Policy
 from omnienv.rollout.summary import Summary, summarize
 from omnienv.rollout.trajectory import Episode
@@ -27,6 +28,7 @@ def plan_episodes(
     env_class: type[EnvironmentBase], episodes: int, split: str | None, seed: int = 0
 ) -> list[EpisodePlan]:
     """Episode ``i`` plays task ``i`` of the split (cycling) with seed ``seed + i``: reproducible."""
+    check_arguments("plan_episodes", env_class=env_class, episodes=episodes, split=split, seed=seed)
     if split is None:
         return [EpisodePlan(i, None, seed + i) for i in range(episodes)]
     tasks = env_class.task_index().split(split)
@@ -110,7 +112,21 @@ def rollout(
 
     ``annotate`` sees each new episode before its line is written, so what a caller kept beside the
     run (the captured model calls) lands in the same line and survives a resume with it."""
-    require_policy_factory(make_policy)  # before ``out`` is opened (and emptied, not resuming)
+
+    def local_env() -> AsyncEnv:
+        return as_async(env_class())
+
+    check_arguments(  # before ``out`` is opened (and emptied, not resuming)
+        "rollout",
+        env_class=env_class,
+        make_policy=make_policy,
+        plans=plans,
+        concurrency=concurrency,
+        deadline_s=deadline_s,
+        make_env=make_env or local_env,
+        out=out,
+    )
+    out = None if out is None else Path(out)
     previous: list[Episode] = []
     if resume and out is not None and out.exists():
         previous = read_episodes(out, repair=True)
@@ -124,9 +140,6 @@ def rollout(
             previous = kept
         finished = {e.index for e in previous}
         plans = [plan for plan in plans if plan.index not in finished]
-
-    def local_env() -> AsyncEnv:
-        return as_async(env_class())
 
     async def main() -> list[Episode]:
         done: list[Episode] = []

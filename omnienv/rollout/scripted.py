@@ -7,7 +7,8 @@ import difflib
 import importlib
 from collections.abc import Callable
 
-from omnienv.core import EnvironmentBase
+from omnienv.core import EnvironmentBase, InvalidValueError
+from omnienv.rollout._arguments import check_arguments
 from omnienv.rollout.policy import Policy, RandomPolicy
 
 __all__ = ["make_policy", "policy_names"]
@@ -18,7 +19,9 @@ def policy_names(env_class: type[EnvironmentBase]) -> list[str]:
 
 
 def make_policy(name: str, env_class: type[EnvironmentBase], seed: int | None = None) -> Callable[[], Policy]:
-    """A factory of fresh policies (one per worker), or a ValueError naming the choices."""
+    """A factory of fresh policies (one per worker), or an :class:`~omnienv.core.InvalidValueError`
+    (a ValueError too) naming the choices."""
+    check_arguments("make_policy", policy=name, env_class=env_class, optional_seed=seed)
     if name == "random":
         strings = env_class.random_strings()
         return lambda: RandomPolicy(env_class.tools, seed=seed, strings=strings)
@@ -29,14 +32,14 @@ def make_policy(name: str, env_class: type[EnvironmentBase], seed: int | None = 
         choices = policy_names(env_class)
         close = difflib.get_close_matches(name, choices, n=1)
         hint = f" Did you mean '{close[0]}'?" if close else ""
-        raise ValueError(f"no policy '{name}' for {env_class.name}.{hint} Choices: {', '.join(choices)}.")
+        raise InvalidValueError(f"no policy '{name}' for {env_class.name}.{hint} Choices: {', '.join(choices)}.")
     module, _, attribute = target.partition(":")
     try:
         cls = getattr(importlib.import_module(module), attribute)
     except (ImportError, AttributeError) as exc:
-        raise ValueError(f"cannot load policy '{target}': {exc}") from exc
+        raise InvalidValueError(f"cannot load policy '{target}': {exc}") from exc
     if not isinstance(cls, type) or not callable(getattr(cls, "act", None)):
-        raise ValueError(
+        raise InvalidValueError(
             f"'{target}' is not a policy: name a class with a 'name' and an async 'act(episode)' that returns "
             "the next ToolCall (omnienv.rollout.Policy)"
         )

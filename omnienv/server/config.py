@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from omnienv.core.errors import InvalidValueError
 from omnienv.protocol.codec import DEFAULT_MAX_MESSAGE_BYTES
 from omnienv.server.origins import check_allowed
 from omnienv.server.workers import WorkerPlace
@@ -82,29 +83,31 @@ class ServerConfig:
         for name in ("max_sessions", "max_message_bytes", "blocking_threads"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int):
-                raise ValueError(f"{name} must be a whole number, got {type(value).__name__} {value!r}")
+                raise InvalidValueError(f"{name} must be a whole number, got {type(value).__name__} {value!r}")
         for name in ("idle_timeout", "step_timeout", "worker_stall_timeout", "ws_ping_interval", "ws_ping_timeout"):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
-                raise ValueError(f"{name} must be a number of seconds or None, got {type(value).__name__} {value!r}")
+                raise InvalidValueError(
+                    f"{name} must be a number of seconds or None, got {type(value).__name__} {value!r}"
+                )
         if self.max_sessions < 1:
-            raise ValueError("max_sessions must be >= 1")
+            raise InvalidValueError("max_sessions must be >= 1")
         for name in ("idle_timeout", "step_timeout"):
             value = getattr(self, name)
             if value is not None and value <= 0:
-                raise ValueError(f"{name} must be > 0 seconds, or None to disable it")
+                raise InvalidValueError(f"{name} must be > 0 seconds, or None to disable it")
         if self.worker_stall_timeout is not None and not self.worker_stall_timeout > 0:
-            raise ValueError(
+            raise InvalidValueError(
                 f"worker_stall_timeout (--worker-stall-timeout) must be > 0 seconds, got {self.worker_stall_timeout!r} "
                 "(to let a worker stall forever: None, or 0 on the command line)"
             )
         if self.blocking_threads < 0:
-            raise ValueError("blocking_threads must be >= 0 (0: up to 1024, started on demand)")
+            raise InvalidValueError("blocking_threads must be >= 0 (0: up to 1024, started on demand)")
         if self.max_message_bytes < 1024:
-            raise ValueError("max_message_bytes must be >= 1024")
+            raise InvalidValueError("max_message_bytes must be >= 1024")
         for name in ("allow_hosts", "allow_origins"):
             value = getattr(self, name)
             if isinstance(value, str) or not isinstance(value, Iterable):
-                raise ValueError(f"{name} must be a sequence of strings, got {type(value).__name__} {value!r}")
+                raise InvalidValueError(f"{name} must be a sequence of strings, got {type(value).__name__} {value!r}")
             object.__setattr__(self, name, tuple(value))
         check_allowed(self.allow_hosts, self.allow_origins)

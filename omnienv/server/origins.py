@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
-from omnienv.core.errors import OmniEnvError, ProtocolError, UsageError
+from omnienv.core.errors import InvalidValueError, OmniEnvError, ProtocolError, UsageError
 from omnienv.protocol.codec import encode
 from omnienv.protocol.codes import error_data, register_code
 
@@ -119,18 +119,23 @@ def _hint(host: str) -> str:
 
 
 def check_allowed(hosts: Iterable[str], origins: Iterable[str]) -> None:
-    """ValueError naming the bad entry of ``allow_hosts`` or ``allow_origins``."""
+    """:class:`~omnienv.core.InvalidValueError` (a ValueError) naming the bad entry of
+    ``allow_hosts`` or ``allow_origins``."""
+    for what, entries in (("allow_hosts (--allow-host)", hosts), ("allow_origins (--allow-origin)", origins)):
+        for entry in entries:
+            if not isinstance(entry, str):
+                raise InvalidValueError(f"{what}: each entry must be a str, got {type(entry).__name__} {entry!r}")
     for host in hosts:
         if host.strip() != "*":
             try:
                 parse_host(host)
             except ValueError as exc:
-                raise ValueError(f"allow_hosts (--allow-host): {exc}; write NAME or NAME:PORT, or '*'") from None
+                raise InvalidValueError(f"allow_hosts (--allow-host): {exc}; write NAME or NAME:PORT, or '*'") from None
     for origin in origins:
         try:
             _normal_origin(origin)
         except ValueError as exc:
-            raise ValueError(f"allow_origins (--allow-origin): {exc}") from None
+            raise InvalidValueError(f"allow_origins (--allow-origin): {exc}") from None
 
 
 class OriginGuard:

@@ -17,7 +17,16 @@ from gymnasium import spaces
 from gymnasium.utils.env_checker import check_env
 from PIL import Image
 
-from omnienv.core import EnvironmentFailure, EpisodeOverError, ImageBlock, Task, ToolCall
+from omnienv.core import (
+    EnvironmentFailure,
+    EpisodeOverError,
+    ImageBlock,
+    InvalidTypeError,
+    InvalidValueError,
+    Task,
+    ToolCall,
+    UsageError,
+)
 from omnienv.dialects.gymnasium import AnyImage, AnyText, GymnasiumEnv, register
 from omnienv.envs.wordle.solver import next_guess, read_marks
 from tests.dialects.envs import Counter, Snapshot
@@ -187,3 +196,17 @@ def test_example_runs_as_written() -> None:
     assert result.returncode == 0, result.stderr
     assert "gymnasium's env checker passed" in result.stdout
     assert result.stdout.count(": won in ") == 3
+
+
+@pytest.mark.parametrize("env", [None, 5])
+def test_what_is_not_an_environment_is_refused_naming_what_is(env: object) -> None:
+    with pytest.raises(InvalidTypeError) as caught:
+        GymnasiumEnv(env)  # type: ignore[arg-type]
+    assert isinstance(caught.value, UsageError) and isinstance(caught.value, TypeError)
+    assert "its class or its registered name (such as 'wordle')" in caught.value.message
+
+
+def test_a_bad_render_mode_is_a_usage_error_and_still_a_value_error() -> None:
+    with pytest.raises(InvalidValueError) as caught:
+        GymnasiumEnv("wordle", render_mode="rgb_array")
+    assert isinstance(caught.value, UsageError) and isinstance(caught.value, ValueError)

@@ -2,17 +2,30 @@ from __future__ import annotations
 
 import asyncio
 import random
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
 
-from omnienv.core import Environment, Task, ToolCall, ToolResult, UsageError, tool
+from omnienv.core import (
+    Environment,
+    InvalidTypeError,
+    InvalidValueError,
+    Task,
+    ToolCall,
+    ToolResult,
+    UsageError,
+    as_async,
+    tool,
+)
 from omnienv.envs.wordle import Wordle
 from omnienv.rollout import (
     Episode,
     EpisodePlan,
     arun_episode,
+    arun_episodes,
     make_policy,
     plan_episodes,
     rollout,
@@ -136,3 +149,102 @@ def test_a_policy_given_where_a_factory_of_them_belongs_is_refused_naming_the_fi
     with pytest.raises(UsageError, match=r"make_policy must make a fresh Policy for each worker.*make_policy\(name"):
         rollout(Wordle, policy, plan_episodes(Wordle, 2, "test"), out=out)  # type: ignore[arg-type]
     assert out.read_bytes() == kept  # refused before the file was opened: nothing is lost
+
+
+def _episodes(**arguments: Any) -> list[Episode]:
+    async def main() -> list[Episode]:
+        return [episode async for episode in arun_episodes(**arguments)]
+
+    return asyncio.run(main())
+
+
+_SOLVER = make_policy("solver", Wordle)
+_PLANS = [EpisodePlan(0, None, 0)]
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "said"),
+    [
+        (
+            lambda: plan_episodes("wordle", 2, "test"),  # type: ignore[arg-type]
+            InvalidTypeError,
+            "plan_episodes: env_class must be an Environment class, got str 'wordle': "
+            "use omnienv.load_environment('wordle')",
+        ),
+        (
+            lambda: plan_episodes(Wordle(), 2, None),  # type: ignore[arg-type]
+            InvalidTypeError,
+            "pass its class, Wordle, not an instance",
+        ),
+        (
+            lambda: plan_episodes(Wordle, -1, None),
+            InvalidValueError,
+            "invalid value for episodes: -1 is not in the range x>=0",
+        ),
+        (lambda: plan_episodes(Wordle, "3", None), InvalidTypeError, "episodes must be a whole number"),  # type: ignore[arg-type]
+        (lambda: plan_episodes(Wordle, 2, None, "1"), InvalidTypeError, "seed must be a whole number"),  # type: ignore[arg-type]
+        (lambda: plan_episodes(Wordle, 2, 5), InvalidTypeError, "split must be a split's name"),  # type: ignore[arg-type]
+        (
+            lambda: make_policy("solver", "wordle"),  # type: ignore[arg-type]
+            InvalidTypeError,
+            "make_policy: env_class must be an Environment class, got str 'wordle': "
+            "use omnienv.load_environment('wordle')",
+        ),
+        (lambda: make_policy(None, Wordle), InvalidTypeError, "name must be a policy's name"),  # type: ignore[arg-type]
+        (
+            lambda: rollout("wordle", _SOLVER, _PLANS),  # type: ignore[arg-type]
+            InvalidTypeError,
+            "rollout: env_class must be an Environment class, got str 'wordle'",
+        ),
+        (
+            lambda: rollout(Wordle, _SOLVER, _PLANS, concurrency=0),
+            InvalidValueError,
+            "rollout: invalid value for concurrency: 0 is not in the range x>=1",
+        ),
+        (
+            lambda: rollout(Wordle, _SOLVER, _PLANS, concurrency="2"),  # type: ignore[arg-type]
+            InvalidTypeError,
+            "concurrency must be a whole number",
+        ),
+        (
+            lambda: rollout(Wordle, _SOLVER, 3),  # type: ignore[arg-type]
+            InvalidTypeError,
+            "plans must be a list of EpisodePlans, got int 3: use plan_episodes(env_class, 3, split, seed)",
+        ),
+        (lambda: rollout(Wordle, _SOLVER, _PLANS, deadline_s=0), InvalidValueError, "deadline_s must be > 0"),
+        (lambda: rollout(Wordle, _SOLVER, _PLANS, out=5), InvalidTypeError, "out must be a path"),  # type: ignore[arg-type]
+        (
+            lambda: _episodes(make_env=Wordle, make_policy=_SOLVER, plans=_PLANS),
+            InvalidTypeError,
+            "make_env must make an AsyncEnv, got the class Wordle: pass lambda: omnienv.as_async(Wordle())",
+        ),
+        (
+            lambda: _episodes(make_env="wordle", make_policy=_SOLVER, plans=_PLANS),
+            InvalidTypeError,
+            "make_env must be a function that makes an AsyncEnv",
+        ),
+        (
+            lambda: _episodes(make_env=lambda: as_async(Wordle()), make_policy=_SOLVER, plans=_PLANS, concurrency=-2),
+            InvalidValueError,
+            "arun_episodes: invalid value for concurrency: -2 is not in the range x>=1",
+        ),
+    ],
+)
+def test_a_wrong_argument_to_a_rollout_entry_point_is_refused_naming_the_fix(
+    call: Callable[[], object], error: type[Exception], said: str
+) -> None:
+    with pytest.raises(error) as caught:
+        call()
+    assert isinstance(caught.value, UsageError) and said in caught.value.message
+
+
+def test_an_unknown_policy_is_a_usage_error_and_still_a_value_error() -> None:
+    with pytest.raises(InvalidValueError) as caught:
+        make_policy("solvr", Wordle)
+    assert isinstance(caught.value, UsageError) and isinstance(caught.value, ValueError)
+
+
+def test_out_may_be_a_str(tmp_path: Path) -> None:
+    out = tmp_path / "s.jsonl"
+    rollout(Wordle, _SOLVER, _PLANS, out=str(out))  # type: ignore[arg-type]
+    assert len(out.read_bytes().splitlines()) == 1

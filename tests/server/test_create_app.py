@@ -7,7 +7,9 @@ import re
 import pytest
 
 from omnienv.app import create_app
-from omnienv.core import UsageError
+from omnienv.core import InvalidTypeError, InvalidValueError, UsageError
+from omnienv.envs.echo import Echo
+from omnienv.server.config import ServerConfig
 
 
 def test_a_misspelt_setting_is_refused_naming_the_closest() -> None:
@@ -38,3 +40,34 @@ def test_a_known_setting_still_applies() -> None:
 def test_a_setting_of_the_wrong_type_or_range_is_named(setting: dict[str, object], said: str) -> None:
     with pytest.raises(ValueError, match=re.escape(said)):
         create_app("echo", **setting)
+
+
+@pytest.mark.parametrize(
+    ("env", "said"),
+    [
+        (5, "got int 5: pass an Environment subclass or a registered name, such as create_app('wordle')"),
+        (None, "got NoneType None"),
+        (Echo(), "pass its class, Echo, not an instance"),
+    ],
+)
+def test_what_is_not_an_environment_is_refused_naming_the_fix(env: object, said: str) -> None:
+    with pytest.raises(InvalidTypeError) as caught:
+        create_app(env)  # type: ignore[arg-type]
+    assert isinstance(caught.value, UsageError) and isinstance(caught.value, TypeError)
+    assert said in caught.value.message
+
+
+@pytest.mark.parametrize(
+    ("setting", "said"),
+    [
+        ({"max_sessions": "3"}, "max_sessions must be a whole number"),
+        ({"idle_timeout": 0}, "idle_timeout must be > 0 seconds"),
+        ({"allow_hosts": (5,)}, "allow_hosts (--allow-host): each entry must be a str, got int 5"),
+        ({"allow_origins": ["ftp://x"]}, "allow_origins (--allow-origin)"),
+    ],
+)
+def test_a_bad_setting_is_a_usage_error_and_still_a_value_error(setting: dict[str, object], said: str) -> None:
+    with pytest.raises(InvalidValueError) as caught:
+        ServerConfig(**setting)  # type: ignore[arg-type]
+    assert isinstance(caught.value, UsageError) and isinstance(caught.value, ValueError)
+    assert said in caught.value.message
