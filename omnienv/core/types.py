@@ -19,13 +19,22 @@ __all__ = ["Failure", "Observation", "State", "StepResult", "ToolCall", "ToolRes
 
 
 @pickled_as_constructor_call
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class ToolCall:
-    """The agent's action: one call of one tool."""
+    """The agent's action: one call of one tool.
+
+    ``arguments`` None means no arguments, ``{}``: the one rule, here, for a call made in-process
+    and one read off the wire (``"arguments": null``) alike.
+    """
 
     name: str
     arguments: dict[str, Any] = field(default_factory=dict)
     id: str | None = None
+
+    def __init__(self, name: str, arguments: dict[str, Any] | None = None, id: str | None = None) -> None:
+        self.name = name
+        self.arguments = {} if arguments is None else arguments
+        self.id = id
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "arguments": self.arguments}
@@ -38,8 +47,8 @@ class ToolCall:
         """Arguments that are not an object (malformed JSON a model wrote, passed on as its text so
         the environment could answer it) are read back as written: the record must read back."""
         arguments = data.get("arguments")
-        if isinstance(arguments, dict) or arguments is None:
-            arguments = dict(arguments or {})
+        if isinstance(arguments, dict):
+            arguments = dict(arguments)
         return cls(str(data["name"]), arguments, data.get("id"))
 
 

@@ -142,10 +142,8 @@ def parse_action(data: Mapping[str, Any]) -> ToolCall | ListTools:
         )
     if not isinstance(name, str) or not name:
         raise MessageValidationError("'tool_name' must be a non-empty string naming the tool to call")
-    arguments = data.get("arguments")
-    if arguments is None:
-        arguments = {}
-    elif not isinstance(arguments, dict):
+    arguments = data.get("arguments")  # None: no arguments, as ToolCall reads it
+    if arguments is not None and not isinstance(arguments, dict):
         raise MessageValidationError(
             f"'arguments' of tool '{name}' must be a JSON object, got {type(arguments).__name__}"
         )

@@ -343,3 +343,9 @@ def test_an_openenv_servers_tool_errors_read_as_ours() -> None:
     result = step_result_from_reply(foreign)
     assert result.observation.is_error and result.observation.text == "Tool 'x' not found"
     assert result.info == {"error": {"code": "UNKNOWN_TOOL", "message": "Tool 'x' not found"}}
+
+
+def test_null_arguments_on_the_wire_read_as_the_in_process_call() -> None:
+    frame = {"type": "step", "data": {"type": "call_tool", "tool_name": "guess", "arguments": None}}
+    assert parse_request(frame) == ToolCall("guess", None) == ToolCall("guess", {})
+    assert step_request(ToolCall("guess", None))["data"]["arguments"] == {}
