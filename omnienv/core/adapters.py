@@ -13,6 +13,7 @@ from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any, Protocol, TypeVar, cast
 
 from omnienv.core.env import AsyncEnvironment, Environment, EnvironmentBase
+from omnienv.core.errors import InvalidTypeError
 from omnienv.core.tasks import Task
 from omnienv.core.threads import shared_blocking_threads
 from omnienv.core.types import Observation, State, StepResult, ToolCall
@@ -167,7 +168,7 @@ def as_async(env: EnvironmentBase, executor: Executor | None = None) -> AsyncEnv
         return env
     if isinstance(env, Environment):
         return _SyncAsAsync(env, executor)
-    raise TypeError(f"expected an Environment or AsyncEnvironment, got {type(env).__name__}")
+    raise _not_an_environment("as_async", "an Environment or AsyncEnvironment", env)
 
 
 def as_sync(env: EnvironmentBase | AsyncEnv) -> SyncEnv:
@@ -177,6 +178,17 @@ def as_sync(env: EnvironmentBase | AsyncEnv) -> SyncEnv:
         return env
     if isinstance(env, _SyncAsAsync):
         return env.env
-    if isinstance(env, AsyncEnvironment) or callable(getattr(env, "step", None)):
+    if isinstance(env, AsyncEnvironment) or (not isinstance(env, type) and callable(getattr(env, "step", None))):
         return _AsyncAsSync(cast(AsyncEnv, env))
-    raise TypeError(f"expected an Environment, an AsyncEnvironment or an async env, got {type(env).__name__}")
+    raise _not_an_environment("as_sync", "an Environment, an AsyncEnvironment or an async env", env)
+
+
+def _not_an_environment(owner: str, expected: str, env: object) -> InvalidTypeError:
+    """The error of ``as_async``/``as_sync`` given what is not an environment, naming the fix."""
+    if isinstance(env, type):
+        fix = f": pass an instance, {owner}({env.__name__}())"
+    elif isinstance(env, str):
+        fix = f": pass an instance, {owner}(omnienv.load_environment({env!r})())"
+    else:
+        fix = ""
+    return InvalidTypeError(f"expected {expected}, got {type(env).__name__} {env!r:.80}{fix}")

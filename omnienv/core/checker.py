@@ -19,8 +19,9 @@ from typing import Any
 
 from omnienv.core.adapters import AsyncEnv, as_async
 from omnienv.core.env import EnvironmentBase
-from omnienv.core.errors import EpisodeOverError, NotResetError, OmniEnvError
+from omnienv.core.errors import EpisodeOverError, InvalidTypeError, NotResetError, OmniEnvError
 from omnienv.core.loop_watch import HELD_LIMIT, Yielding, watch_the_loop
+from omnienv.core.registry import require_environment_class
 from omnienv.core.sampling import sample_arguments
 from omnienv.core.split_check import splits_are_disjoint
 from omnienv.core.tasks import Task
@@ -292,6 +293,17 @@ async def acheck_env(
     strings: list[str] | None = None,
 ) -> CheckReport:
     """Run every check on fresh environments from ``make``; never raises for a failed check."""
+    given: object = make
+    if isinstance(given, type) and issubclass(given, EnvironmentBase):
+        raise InvalidTypeError(
+            f"acheck_env: make must make an AsyncEnv, got the class {given.__name__}: "
+            f"use check_env({given.__name__}), or acheck_env(lambda: as_async({given.__name__}()))"
+        )
+    if not callable(given):
+        raise InvalidTypeError(
+            f"acheck_env: make must be a function that makes an AsyncEnv, got {type(given).__name__} {given!r:.80}: "
+            "pass lambda: as_async(env_class()), or check a server with omnienv.client.acheck_url(url)"
+        )
     checks = _Checks(make, secret_of, strings)
     report = CheckReport(target)
     try:
@@ -346,6 +358,7 @@ def check_env(env_class: type[EnvironmentBase], *, strings: list[str] | None = N
     the answer-leak check, and what only the class shows (:func:`tasks_are_stable`,
     :func:`~omnienv.core.split_check.splits_are_disjoint`, :func:`prompt_hides_the_answer`). Text
     arguments come from ``strings``, else from the class's own :meth:`~EnvironmentBase.random_strings`."""
+    require_environment_class(env_class, "check_env")
     if strings is None:
         vocabulary = env_class.random_strings()
         strings = list(vocabulary) if vocabulary is not None else None

@@ -13,6 +13,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
+from omnienv.core.errors import EnvironmentDefinitionError
+
 __all__ = ["RewardFunction", "Rubric", "RubricScore"]
 
 RewardFunction: TypeAlias = Callable[[Any], float] | Callable[[Any], Awaitable[float]]
@@ -30,6 +32,11 @@ class Rubric:
     def __init__(self, *functions: RewardFunction, weights: Sequence[float] | None = None) -> None:
         if not functions:
             raise ValueError("a Rubric needs at least one reward function")
+        for fn in functions:
+            if not callable(fn):  # it would fail only at the end of every episode, voiding each one
+                raise EnvironmentDefinitionError(
+                    f"a Rubric takes reward functions, fn(env) -> float, got {type(fn).__name__} {fn!r:.80}"
+                )
         weights = list(weights) if weights is not None else [1.0] * len(functions)
         if len(weights) != len(functions):
             raise ValueError(f"{len(functions)} reward functions but {len(weights)} weights")

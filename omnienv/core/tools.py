@@ -214,6 +214,10 @@ def tool(function: F | None = None, /, *, name: str | None = None) -> F | Callab
     """Mark a method as a tool. Its docstring's first paragraph is the description the model reads."""
 
     def mark(func: F) -> F:
+        if isinstance(func, str):  # @tool("guess"): the name given where the method goes
+            raise EnvironmentDefinitionError(f"@tool takes the tool's name as a keyword: write @tool(name={func!r})")
+        if not callable(func) and not isinstance(func, classmethod):  # a classmethod is refused naming the fix
+            raise EnvironmentDefinitionError(f"@tool marks a method, got {type(func).__name__} {func!r:.80}")
         setattr(func, _MARK, name or func.__name__)
         return func
 

@@ -1,11 +1,21 @@
 from __future__ import annotations
 
+import asyncio
 import random
 import time
 
 import pytest
 
-from omnienv.core import AsyncEnvironment, Environment, Task, ToolResult, check_env, tool
+from omnienv.core import (
+    AsyncEnvironment,
+    Environment,
+    InvalidTypeError,
+    Task,
+    ToolResult,
+    acheck_env,
+    check_env,
+    tool,
+)
 from omnienv.core.checker import CheckFailed
 from omnienv.envs.echo import Echo
 from omnienv.envs.wordle import Wordle
@@ -287,3 +297,31 @@ def test_an_answer_in_two_splits_is_caught() -> None:
     assert "2 answers in two splits for the same data ('crane' is the answer of train/0012 and test/0003, " in message
     assert '{"a": 2, "b": 1} is the answer of train/0013 and test/0004)' in message
     assert "would have seen the other's answers: keep each task to one split" in message
+
+
+@pytest.mark.parametrize(
+    ("env_class", "said"),
+    [
+        (
+            "wordle",
+            "check_env: env_class must be an Environment class, got str 'wordle': "
+            "use omnienv.load_environment('wordle')",
+        ),
+        (None, "got NoneType None: pass an Environment subclass"),
+        (Echo(), "pass its class, Echo, not an instance"),
+    ],
+)
+def test_check_env_refuses_what_is_not_an_environment_class_naming_the_fix(env_class: object, said: str) -> None:
+    with pytest.raises(InvalidTypeError) as caught:
+        check_env(env_class)  # type: ignore[arg-type]
+    assert said in caught.value.message
+
+
+@pytest.mark.parametrize(
+    ("make", "said"),
+    [(Echo, "got the class Echo: use check_env(Echo)"), ("echo", "make must be a function that makes an AsyncEnv")],
+)
+def test_acheck_env_refuses_what_cannot_make_an_environment(make: object, said: str) -> None:
+    with pytest.raises(InvalidTypeError) as caught:
+        asyncio.run(acheck_env(make))  # type: ignore[arg-type]
+    assert said in caught.value.message

@@ -5,6 +5,7 @@ import os
 import random
 import re
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -17,6 +18,7 @@ from omnienv.core import (
     EnvironmentDefinitionError,
     EnvironmentFailure,
     EpisodeOverError,
+    InvalidTypeError,
     NotResetError,
     Rubric,
     State,
@@ -27,6 +29,7 @@ from omnienv.core import (
     ToolResult,
     UsageError,
     as_async,
+    as_sync,
     tool,
 )
 
@@ -577,3 +580,35 @@ def test_methods_that_do_not_fit_the_contract_fail_at_class_creation(
 def test_a_tag_grammar_naming_what_is_not_there_fails_at_class_creation(grammar: dict[str, str], expected: str) -> None:
     with pytest.raises(EnvironmentDefinitionError, match=expected):
         type("Bad", (Counter,), {"__doc__": "Bad.", "text_actions": grammar})
+
+
+def test_none_arguments_mean_no_arguments_as_over_the_wire() -> None:
+    """``ToolCall(name, None)`` is the call with no arguments, ``{}``: in process as on the wire."""
+    assert ToolCall("inc", None) == ToolCall("inc") == ToolCall.from_dict({"name": "inc", "arguments": None})
+    env = Counter()
+    env.reset(task="train/0")
+    result = env.step(ToolCall("inc", None))
+    assert not result.observation.is_error and result.observation.text == "1"
+
+
+@pytest.mark.parametrize(
+    ("adapter", "env", "said"),
+    [
+        (as_async, Counter, "got type <class"),
+        (as_async, Counter, "pass an instance, as_async(Counter())"),
+        (as_sync, Counter, "pass an instance, as_sync(Counter())"),
+        (as_async, "wordle", "pass an instance, as_async(omnienv.load_environment('wordle')())"),
+        (as_sync, None, "got NoneType None"),
+    ],
+)
+def test_the_adapters_refuse_what_is_not_an_environment_naming_the_fix(
+    adapter: Callable[[Any], object], env: object, said: str
+) -> None:
+    with pytest.raises(InvalidTypeError) as caught:
+        adapter(env)
+    assert isinstance(caught.value, TypeError) and said in caught.value.message
+
+
+def test_a_rubric_of_what_is_not_a_function_is_refused_when_defined() -> None:
+    with pytest.raises(EnvironmentDefinitionError, match="a Rubric takes reward functions, fn"):
+        Rubric(finished_fast, "penalty")  # type: ignore[arg-type]

@@ -425,3 +425,12 @@ def test_an_args_entry_naming_no_parameter_fails_at_class_creation() -> None:
                     wrod: A five-letter word.
                 """
                 return word
+
+
+@pytest.mark.parametrize(
+    ("argument", "said"),
+    [("guess", "@tool takes the tool's name as a keyword: write @tool(name='guess')"), (5, "@tool marks a method")],
+)
+def test_tool_given_what_is_not_a_method_names_the_fix(argument: object, said: str) -> None:
+    with pytest.raises(EnvironmentDefinitionError, match=re.escape(said)):
+        tool(argument)  # type: ignore[call-overload]
