@@ -162,6 +162,14 @@ def _read_task(path: Path, name: str, root: Path | None) -> HarborTask:
     memory = _number(environment, "memory_mb", _megabytes(environment, "memory", 2048, name), name, least=1)
     storage = _number(environment, "storage_mb", _megabytes(environment, "storage", 1024, name), name, least=1)
     verifier_env = _table_env(config, "verifier", name)
+    solution_env = _table_env(config, "solution", name)
+    named = {"the Dockerfile's ENV": env, "[verifier] env": verifier_env, "[solution] env": solution_env}
+    for where, variables in named.items():  # one no process can be given failed every episode, as the host's fault
+        for key, value in variables.items():
+            if "\0" in key + value or "=" in key or not key:
+                raise HarborTaskError(
+                    f"task '{name}': {where} sets {key!r:.40} to {value!r:.40}, which no variable holds"
+                )
     return HarborTask(
         id=name,
         path=path,
@@ -174,7 +182,7 @@ def _read_task(path: Path, name: str, root: Path | None) -> HarborTask:
         steps=tuple(steps),
         env=env,
         verifier_env=verifier_env,
-        solution_env=_table_env(config, "solution", name),
+        solution_env=solution_env,
         verifier_timeout=_number(_table(config, "verifier", name), "timeout_sec", 600.0, name),
         agent_timeout=_number(_table(config, "agent", name), "timeout_sec", 1800.0, name),
         build_timeout=_number(environment, "build_timeout_sec", 600.0, name),
