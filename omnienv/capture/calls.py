@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-__all__ = ["BROKEN_OFF", "ModelCall"]
+__all__ = ["BROKEN_OFF", "CUT", "ModelCall"]
 
 Api = Literal["chat", "responses"]
 
@@ -19,6 +19,9 @@ BROKEN_OFF = frozenset({"abort", "error", "failed", "cancelled", "queued", "in_p
 """Finish reasons (a response's status) of a generation the server broke off, not one the model
 ended: vLLM's ``abort`` and ``error``, SGLang's ``abort``, a response ``failed``, ``cancelled`` or
 never finished. Its tokens stop where the server stopped, so they are no sample of the model's."""
+CUT = frozenset({"length", "max_output_tokens"})
+"""Finish reasons of a generation the token limit cut (``max_tokens``, ``max_output_tokens``): the
+model's own tokens, but not its whole answer."""
 
 
 @dataclass(slots=True)
@@ -54,6 +57,11 @@ class ModelCall:
     def broken_off(self) -> bool:
         """The server broke the generation off (:data:`BROKEN_OFF`): the harness got an error, not an answer."""
         return self.finish_reason in BROKEN_OFF
+
+    @property
+    def cut(self) -> bool:
+        """The token limit cut the generation (:data:`CUT`)."""
+        return self.finish_reason in CUT
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -286,6 +286,7 @@ def to_atif(record: TrainingRecord, agent_name: str = "omnienv", agent_version: 
             "env": record.env,
             "rewritten": record.rewritten,
             "missing": record.missing,
+            "cut": record.cut,
         },
     }
 
@@ -302,10 +303,12 @@ def to_trl_rollout(records: Iterable[TrainingRecord]) -> dict[str, list[Any]]:
     carry log-probability 0.0 (TRL's convention for tool tokens); a model token the server gave no
     log-probability for is None, which TRL reads as NaN and leaves out of its importance ratio.
     ``reward`` is None for a failed episode: a reward function returning that column lets TRL mask
-    the row instead of scoring it 0.
+    the row instead of scoring it 0. ``cut`` says whether the token limit cut one of the row's
+    answers, for a reward function that treats overlong answers apart.
     """
     rows: dict[str, list[Any]] = {
-        key: [] for key in ("prompt_ids", "completion_ids", "logprobs", "env_mask", "reward", "failure", "session_id")
+        key: []
+        for key in ("prompt_ids", "completion_ids", "logprobs", "env_mask", "reward", "failure", "session_id", "cut")
     }
     for record in records:
         segments = record.segments
@@ -329,4 +332,5 @@ def to_trl_rollout(records: Iterable[TrainingRecord]) -> dict[str, list[Any]]:
         rows["reward"].append(record.reward)
         rows["failure"].append(None if record.failure is None else f"{record.failure.kind}: {record.failure.message}")
         rows["session_id"].append(record.session_id)
+        rows["cut"].append(bool(record.cut))
     return rows

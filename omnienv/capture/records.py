@@ -248,6 +248,12 @@ class TrainingRecord:
         return problems
 
     @property
+    def cut(self) -> list[int]:
+        """The :attr:`ModelCall.index` of each call the token limit cut (finish reason ``length``,
+        ``max_output_tokens``): trainable, but a trainer that masks overlong answers masks these."""
+        return [call.index for call in self.calls if call.cut]
+
+    @property
     def void(self) -> list[str]:
         """The calls whose tokens must not be trained on even with their ids whole (the server broke
         the generation off, or only one of several choices is recorded), one line each; a subset of
@@ -260,7 +266,7 @@ class TrainingRecord:
         return self.failure is None and self.reward is not None and not self.missing
 
     def to_dict(self) -> dict[str, Any]:
-        """The record as JSON; ``segments`` and ``missing`` are derived, written for readers without
+        """The record as JSON; ``segments``, ``missing`` and ``cut`` are derived, written for readers without
         this package, and ignored by :meth:`from_dict`."""
         segments = self.segments
         return {
@@ -273,6 +279,7 @@ class TrainingRecord:
             "calls": [call.to_dict() for call in self.calls],
             "segments": None if segments is None else [segment.to_dict() for segment in segments],
             "missing": self.missing,
+            "cut": self.cut,
         }
 
     @classmethod

@@ -304,11 +304,23 @@ def test_atif_reads_the_responses_api() -> None:
 
 def test_trl_rollout_shape() -> None:
     rows = to_trl_rollout([TrainingRecord.from_calls(conversation(), reward=1.0)])
-    assert set(rows) == {"prompt_ids", "completion_ids", "logprobs", "env_mask", "reward", "failure", "session_id"}
+    assert set(rows) == {"prompt_ids", "completion_ids", "logprobs", "env_mask", "reward", "failure", "session_id"} | {
+        "cut"
+    }
     assert rows["prompt_ids"] == [[1, 2, 3]] and rows["completion_ids"] == [[4, 5, 6, 7, 8, 9]]
     assert rows["env_mask"] == [[1, 1, 0, 0, 1, 1]]
     assert rows["logprobs"] == [[-0.5, -0.25, 0.0, 0.0, -1.0, -0.125]]  # 0.0 on the tool turn, as TRL's loop
-    assert (rows["reward"], rows["failure"], rows["session_id"]) == ([1.0], [None], ["sess-1"])
+    assert (rows["reward"], rows["failure"], rows["session_id"], rows["cut"]) == ([1.0], [None], ["sess-1"], [False])
+
+
+def test_a_turn_the_token_limit_cut_is_said_in_the_record_and_every_export() -> None:
+    """A cut turn is the model's tokens but not its whole answer: nothing past the call said so."""
+    first, second = conversation()
+    first.finish_reason = "length"
+    record = TrainingRecord.from_calls([first, second], reward=1.0)
+    assert record.cut == [0] and record.trainable and record.to_dict()["cut"] == [0]
+    assert to_trl_rollout([record])["cut"] == [True] and to_atif(record)["extra"]["cut"] == [0]
+    assert to_openenv_trace(record)["turns"][0]["metadata"]["finish_reason"] == "length"
 
 
 # --- the peers' own code reads our shapes -----------------------------------------------------
@@ -370,6 +382,7 @@ def test_trl_grpo_trains_one_step_on_our_rollout_dict() -> None:
     rollout = by_kind(lines, "rollout")[0]
     assert rollout["keys"] == [
         "completion_ids",
+        "cut",
         "env_mask",
         "failure",
         "logprobs",
