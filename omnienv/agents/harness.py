@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +29,7 @@ from typing import Any, Protocol
 
 from omnienv.agents.shim import URL_VARIABLE, baked
 
-__all__ = ["EpisodeContext", "Harness", "Launch", "base_environ", "install_shim"]
+__all__ = ["EpisodeContext", "Harness", "Launch", "base_environ", "install_shim", "read_left"]
 
 SHIM = "omnienv-shell"
 DEAD_PROXY = "http://127.0.0.1:9"
@@ -133,6 +134,20 @@ def base_environ(context: EpisodeContext, inherited: dict[str, str] | None = Non
     )
     env.update(dict.fromkeys(_PROXY_VARIABLES, DEAD_PROXY))
     return env
+
+
+def read_left(path: Path, limit: int = 64 * 1024 * 1024) -> str | None:
+    """A regular file the harness left in its directory, as text; None for what is not one (a FIFO,
+    whose read would block the runner for good, a link, to ``/dev/zero`` say) or is over ``limit``."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as stream:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
+            return None
+        return stream.read(limit + 1)[:limit].decode("utf-8", "replace")
 
 
 def executable(name: str) -> str | None:

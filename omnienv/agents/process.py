@@ -61,15 +61,13 @@ class Finished:
     log: Path
     error: str | None = None
     """Why it did not start (``not_started`` only)."""
+    tail: bytes = b""
+    """The last ``LOG_TAIL`` bytes the harness printed, kept as they came: never read back from
+    ``log``, which the harness can replace (a FIFO there blocked the read, and the run with it)."""
 
-    def log_tail(self, limit: int = LOG_TAIL) -> str:
+    def log_tail(self) -> str:
         """The end of what the harness printed (stdout and stderr together)."""
-        try:
-            with self.log.open("rb") as stream:
-                stream.seek(max(0, self.log.stat().st_size - limit))
-                return stream.read().decode("utf-8", "replace")
-        except OSError:
-            return ""
+        return self.tail.decode("utf-8", "replace")
 
 
 async def run_process(
@@ -108,7 +106,8 @@ async def run_process(
         # Joined as it starts, long before the harness could fork: it acts only on its model's answers.
         cgroup = await to_blocking_thread(_join_cgroup, process.pid)
         feeding = asyncio.create_task(_feed(process, launch.stdin))
-        logging = asyncio.create_task(_log(pipe, output))
+        last = bytearray()
+        logging = asyncio.create_task(_log(pipe, output, last))
         try:
             stopped = await _watch(process, timeout_s, over, grace_s)
         finally:
@@ -123,11 +122,12 @@ async def run_process(
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
-    return Finished(stopped, process.returncode, time.perf_counter() - started, log)
+    return Finished(stopped, process.returncode, time.perf_counter() - started, log, tail=bytes(last))
 
 
-async def _log(pipe: BinaryIO, output: BinaryIO) -> None:
-    """Copy the harness's output to its log: the first ``LOG_LIMIT`` bytes, then the last ``LOG_TAIL``."""
+async def _log(pipe: BinaryIO, output: BinaryIO, last: bytearray) -> None:
+    """Copy the harness's output to its log: the first ``LOG_LIMIT`` bytes, then the last
+    ``LOG_TAIL``; ``last`` keeps the last ``LOG_TAIL`` bytes of all of it."""
     reader = asyncio.StreamReader()
     transport, _ = await asyncio.get_running_loop().connect_read_pipe(
         lambda: asyncio.StreamReaderProtocol(reader), pipe
@@ -135,6 +135,8 @@ async def _log(pipe: BinaryIO, output: BinaryIO) -> None:
     kept, tail, left_out = 0, b"", 0
     try:
         while chunk := await reader.read(1 << 16):
+            last += chunk
+            del last[:-LOG_TAIL]
             head = chunk[: max(0, LOG_LIMIT - kept)]
             output.write(head)
             kept += len(head)

@@ -12,6 +12,7 @@ import os
 import random
 import signal
 import stat
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -332,3 +333,29 @@ def test_no_other_user_can_read_an_episodes_secret_urls_in_a_kept_workdir(tmp_pa
     episode = tmp_path / "work" / "episode-0"
     for path in (episode, episode / "bin" / "omnienv-shell"):
         assert stat.S_IMODE(path.stat().st_mode) & 0o077 == 0, (path, oct(path.stat().st_mode))
+
+
+def test_a_harness_that_swaps_its_log_for_a_fifo_holds_up_no_run(tmp_path: Path, model: str) -> None:
+    """The runner read the end of ``harness.log`` back by its path once the harness was gone; a
+    harness that put a FIFO there (or a link to ``/dev/zero``) made that read block, and with it
+    the run's event loop and every episode. The end it reports is the one it copied as it came."""
+    program = """
+import sys
+post(os.environ["OPENAI_BASE_URL"], "own")
+print("the last words", flush=True)
+os.mkfifo("swap")
+os.replace("swap", "harness.log")
+sys.exit(1)
+"""
+    done: list[AgentRun] = []
+    runner = threading.Thread(target=lambda: done.append(play(tmp_path, model, program)))
+    runner.start()
+    runner.join(20)
+    if runner.is_alive():  # a writer opening the FIFO lets the blocked read go on
+        with open(tmp_path / "work" / "episode-0" / "harness.log", "wb"):
+            pass
+        runner.join(60)
+    assert done, "the run was held up by the harness's FIFO"
+    (item,) = done[0].episodes
+    assert item.harness["exit_code"] == 1 and item.harness["log_tail"] == "the last words\n"
+    assert item.episode.failure is None

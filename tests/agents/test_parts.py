@@ -345,3 +345,37 @@ def test_mini_swe_agents_config_reads_back_exactly_as_yaml() -> None:
 
     text = 'Fix the bug 😀 — "quoted" \\ back\tslash\n\x85 \u2028 \x7f \x01 \x9f 中文'
     assert yaml.safe_load(yaml_json({"run": {"task": text}})) == {"run": {"task": text}}
+
+
+def test_mini_swe_agents_outcome_reads_only_a_regular_file_of_its_trajectory(tmp_path: Path) -> None:
+    """The runner reads the trajectory the harness left in its directory: a FIFO there blocked the
+    read for good (and the run's event loop with it); an ``info`` that is no object raised."""
+    import os
+    import threading
+
+    where = context(tmp_path)
+    trajectory = tmp_path / "trajectory.json"
+    os.mkfifo(trajectory)
+    found: list[dict[str, Any]] = []
+    reader = threading.Thread(target=lambda: found.append(MiniSweAgent().outcome(where)))
+    reader.start()
+    reader.join(10)
+    blocked = reader.is_alive()
+    if blocked:  # a writer opening the FIFO lets the blocked read go on
+        with open(trajectory, "wb"):
+            pass
+        reader.join(10)
+    assert not blocked and found == [{"exit_status": None}]
+    trajectory.unlink()
+    trajectory.symlink_to("/dev/zero")
+    assert MiniSweAgent().outcome(where) == {"exit_status": None}
+    trajectory.unlink()
+    trajectory.write_text('{"info": "x"}')
+    assert MiniSweAgent().outcome(where) == {"exit_status": None}
+    trajectory.write_text('{"info": {"exit_status": "Submitted", "model_stats": {"api_calls": 3}}}')
+    assert MiniSweAgent().outcome(where) == {
+        "exit_status": "Submitted",
+        "submission": None,
+        "api_calls": 3,
+        "version": None,
+    }

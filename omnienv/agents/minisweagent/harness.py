@@ -29,7 +29,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from omnienv.agents.harness import SHIM, EpisodeContext, Launch, base_environ, executable
+from omnienv.agents.harness import SHIM, EpisodeContext, Launch, base_environ, executable, read_left
 from omnienv.agents.minisweagent.environment import CLASS_PATH
 from omnienv.core import UsageError
 
@@ -121,10 +121,13 @@ class MiniSweAgent:
     def outcome(self, context: EpisodeContext) -> dict[str, Any]:
         """mini-swe-agent's exit status, submission and call count, from its trajectory file."""
         try:
-            info = json.loads((context.workdir / "trajectory.json").read_text(encoding="utf-8"))["info"]
-        except (OSError, ValueError, KeyError, TypeError):
+            info = json.loads(read_left(context.workdir / "trajectory.json") or "")["info"]
+        except (ValueError, KeyError, TypeError):
             return {"exit_status": None}
-        stats = info.get("model_stats") or {}
+        if not isinstance(info, dict):
+            return {"exit_status": None}
+        stats = info.get("model_stats")
+        stats = stats if isinstance(stats, dict) else {}
         return {
             "exit_status": info.get("exit_status"),
             "submission": info.get("submission"),
