@@ -75,10 +75,10 @@ def test_malformed_tasks_are_refused_one_by_one_naming_their_fault(tmp_path: Pat
         "huge": ("[environment]\nmemory_mb = 1e15\n", "memory_mb must be a positive number of at least 1"),
         "tiny": ("[environment]\nmemory_mb = 0.5\n", "memory_mb must be a positive number of at least 1"),
         "size": ('[environment]\nstorage = "lots"\n', 'storage must be a size such as "2G"'),
-        # A NUL no process's environment can hold: every submit raised ValueError, a void episode.
+        # A NUL no process can be given: every reset or submit raised ValueError, a void episode.
         "nul": (
             '[verifier.env]\nKEY = "a\\u0000b"\n',
-            r"\[verifier\] env sets 'KEY' to 'a\\x00b', which no variable holds",
+            r"holds a NUL character",
         ),
     }
     for name, (toml, _) in broken.items():
@@ -86,6 +86,8 @@ def test_malformed_tasks_are_refused_one_by_one_naming_their_fault(tmp_path: Pat
     (make_task(suite, "quote", dockerfile='FROM x\nWORKDIR /app\nCOPY "a /app/\n') / "task.toml").touch()
     (make_task(suite, "bytes") / "instruction.md").write_bytes(b"\xff\xfe\n")
     (make_task(suite, "nul-env", dockerfile="FROM x\nWORKDIR /app\nENV K=a\0b\n") / "task.toml").touch()
+    make_task(suite, "nul-workdir", toml_extra='[environment]\nworkdir = "/app/\\u0000"\n')
+    (make_task(suite, "unnamed-env", dockerfile="FROM x\nWORKDIR /app\nENV =x\n") / "task.toml").touch()
     tasks = harbor_environment(suite).harbor_tasks()
     assert sorted(tasks) == ["good"]
     for name, (_, why) in broken.items():
@@ -94,7 +96,9 @@ def test_malformed_tasks_are_refused_one_by_one_naming_their_fault(tmp_path: Pat
     for name, why in (
         ("quote", "No closing quotation"),
         ("bytes", "UnicodeDecodeError"),
-        ("nul-env", "the Dockerfile's ENV sets 'K'"),
+        ("nul-env", "its Dockerfile holds a NUL byte"),
+        ("nul-workdir", "holds a NUL character"),
+        ("unnamed-env", "the Dockerfile's ENV sets '' to 'x', no variable"),
     ):
         with pytest.raises(HarborTaskError, match=why):
             read_task(suite / name)

@@ -115,7 +115,10 @@ def read_dockerfile(path: Path, name: str) -> tuple[str, list[str], list[BuildSt
             "container-free runs use the host's read-only system and no network"
         )
 
-    for number, keyword, arguments in _instructions(path.read_text(encoding="utf-8")):
+    text = path.read_text(encoding="utf-8")
+    if "\0" in text:  # no path, command or variable can hold one: every episode would fail, as the host's fault
+        raise HarborTaskError(f"task '{name}': its {path.name} holds a NUL byte")
+    for number, keyword, arguments in _instructions(text):
         line = f"{keyword} {arguments}"
         arguments = re.sub(r"\$\{?(\w+)\}?", lambda m: _variable(m.group(1), args, env, m.group(0)), arguments)
         if keyword == "FROM":

@@ -163,13 +163,9 @@ def _read_task(path: Path, name: str, root: Path | None) -> HarborTask:
     storage = _number(environment, "storage_mb", _megabytes(environment, "storage", 1024, name), name, least=1)
     verifier_env = _table_env(config, "verifier", name)
     solution_env = _table_env(config, "solution", name)
-    named = {"the Dockerfile's ENV": env, "[verifier] env": verifier_env, "[solution] env": solution_env}
-    for where, variables in named.items():  # one no process can be given failed every episode, as the host's fault
-        for key, value in variables.items():
-            if "\0" in key + value or "=" in key or not key:
-                raise HarborTaskError(
-                    f"task '{name}': {where} sets {key!r:.40} to {value!r:.40}, which no variable holds"
-                )
+    for key, value in env.items():  # a variable no process can be given failed every episode, as the host's fault
+        if "=" in key or not key:
+            raise HarborTaskError(f"task '{name}': the Dockerfile's ENV sets {key!r:.40} to {value!r:.40}, no variable")
     return HarborTask(
         id=name,
         path=path,
@@ -325,9 +321,22 @@ def read_toml(path: Path) -> dict[str, Any]:
     if not path.is_file():
         return {}
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        config = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise HarborTaskError(f"{path} is not valid TOML in UTF-8: {exc}") from exc
+    if _holds_nul(config):
+        raise HarborTaskError(f"{path} holds a NUL character (\\u0000), which no path, command or variable can")
+    return config
+
+
+def _holds_nul(value: Any) -> bool:
+    """Whether a NUL is in any string of ``value``: every process given one (a workdir, an env value)
+    failed to start, and every episode with it, as the host's fault."""
+    if isinstance(value, str):
+        return "\0" in value
+    if isinstance(value, dict):
+        return any(_holds_nul(key) or _holds_nul(item) for key, item in value.items())
+    return isinstance(value, list) and any(_holds_nul(item) for item in value)
 
 
 def _megabytes(table: Mapping[str, Any], key: str, default: int, name: str) -> float:
