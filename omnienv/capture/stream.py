@@ -170,6 +170,8 @@ class ResponseStream:
                 data["logprobs"] = []
         if isinstance(data.get("part"), dict) and not self.asked.logprobs and data["part"].get("logprobs"):
             data["part"]["logprobs"] = []
+        if isinstance(data.get("item"), dict):  # output_item events carry the whole message, its parts too
+            strip_response({"output": [data["item"]]}, self.asked)
         if kind in ("response.failed", "error"):
             self.error = data.get("response", data)
         response = data.get("response")

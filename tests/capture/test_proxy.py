@@ -100,6 +100,8 @@ def response_episode(base_url: str, stream: bool) -> int:
             (answer,) = [event.response for event in events if event.type == "response.completed"]
             deltas = [event for event in events if event.type == "response.output_text.delta"]
             assert all(not delta.logprobs for delta in deltas)
+            whole = [event.item for event in events if event.type.startswith("response.output_item.")]
+            assert all(not getattr(part, "logprobs", None) for i in whole if i.type == "message" for part in i.content)
         else:
             answer = model.responses.create(model="scripted", input=items, tools=RESPONSE_TOOLS)
         assert not {"input_messages", "output_messages"} & set(answer.model_extra or {})
