@@ -55,7 +55,8 @@ class ModelCall:
 
     @property
     def broken_off(self) -> bool:
-        """The server broke the generation off (:data:`BROKEN_OFF`): the harness got an error, not an answer."""
+        """The server broke the generation off (:data:`BROKEN_OFF`): the harness got what was generated
+        until then, not an answer the model ended."""
         return self.finish_reason in BROKEN_OFF
 
     @property
