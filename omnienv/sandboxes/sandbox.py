@@ -164,7 +164,8 @@ class Sandbox:
             self._check_bind_source(host_path)
         # bwrap starts the program in the home: one its last program made unreadable (chmod 000 ~, then
         # exit) would fail every later start, which reads as the host's failure, not the sandbox's doing.
-        os.chmod(self.work_dir, HOME_MODE)
+        for home in (str(self.work_dir), *(host for host, target in binds if os.path.normpath(target) == HOME)):
+            os.chmod(home, HOME_MODE)
         gate_read, gate_write = os.pipe()
         options = options_file()
         try:

@@ -242,19 +242,23 @@ def test_a_hard_link_is_copied_as_a_link_never_as_another_copy(tmp_path: Path) -
     assert (tmp_path / "copy" / "alone").read_bytes() == b"a"
 
 
+@pytest.mark.parametrize("workdir", ["/app", "/home/user"])
 def test_an_agent_that_locks_itself_out_of_its_home_then_ends_its_shell_is_scored_never_void(
-    tmp_path: Path,
+    tmp_path: Path, workdir: str
 ) -> None:
-    """``chmod 000 ~; exit``: the next shell could not start in the home, and the episode was void, as
-    if the host had failed. The home's mode is given back at every start."""
-    env = harbor_environment(make_task(tmp_path))()
+    """``chmod 000 ~; exit``: the next shell could not start in the home (for a task that works in
+    ``/home/user``, the workspace mounted there), and the episode was void, as if the host had failed.
+    The home's mode is given back at every start."""
+    grade = f'#!/bin/bash\n[ "$(cat {workdir}/out.txt)" = 42 ] && echo 1 > /logs/verifier/reward.txt\n'
+    named = f'[environment]\nworkdir = "{workdir}"\n'  # no WORKDIR: the named directory is mounted
+    env = harbor_environment(make_task(tmp_path, dockerfile="FROM ubuntu:24.04\n", test=grade, toml_extra=named))()
     try:
         env.reset("train/answer")
-        env.step(run("chmod 000 /home/user && echo 42 > out.txt"))
+        env.step(run("echo 42 > out.txt && chmod 000 /home/user"))
         ended = env.step(run("exit"))
         assert ended.failure is None and "a new one started" in ended.observation.text, ended
         again = env.step(run("pwd && ls -ld /home/user"))
-        assert again.failure is None and again.observation.text.startswith("/app\ndrwxr-xr-x"), again
+        assert again.failure is None and again.observation.text.startswith(f"{workdir}\ndrwxr-xr-x"), again
         assert env.step(ToolCall("submit", {})).reward == 1.0
     finally:
         env.close()
