@@ -236,6 +236,9 @@ def test_nothing_the_agent_plants_or_leaves_running_changes_its_grade(tmp_path: 
         ("echo {bad > /logs/verifier/reward.json", 0.0, "not JSON"),
         ("python3 -Ic 'print(chr(91) * 30000)' > /logs/verifier/reward.json", 0.0, "not JSON"),  # nested deep
         ("python3 -Ic 'print(10**400)' > /logs/verifier/reward.json", 0.0, "no finite reward"),  # no float holds it
+        ('echo \'{"a": 1, "b": NaN}\' > /logs/verifier/reward.json', 0.0, "no finite reward"),  # their mean
+        # A metric beside the reward that is no number (0/0) leaves the reward as it is.
+        ('echo \'{"reward": 0.8, "coverage": NaN}\' > /logs/verifier/reward.json', 0.8, "coverage not finite"),
         ("ln -s /etc/passwd /logs/verifier/reward.txt", 0.0, "wrote no reward"),
         ("true", 0.0, "wrote no reward"),
         ("sleep 30", 0.0, "ran over its 1 s"),

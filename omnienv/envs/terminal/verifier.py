@@ -199,12 +199,15 @@ def _read_rewards(logs: Path, output: str) -> Verdict:
         return Verdict(0.0, {}, "reward.json is not an object of named rewards", output)
     numbers = {str(k): v for k, v in data.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
     rewards = {k: float(v) if -1e308 < v < 1e308 else math.inf for k, v in numbers.items()}  # 10**400: no float
-    if not rewards or not all(math.isfinite(v) for v in rewards.values()):
-        return Verdict(0.0, {}, "reward.json holds no finite reward", output)
     main = rewards.get("reward", next(iter(rewards.values())) if len(rewards) == 1 else None)
-    if main is None:
+    if main is None and rewards:
         main = sum(rewards.values()) / len(rewards)
-    return Verdict(main, rewards, "", output)
+    if main is None or not math.isfinite(main):
+        return Verdict(0.0, {}, "reward.json holds no finite reward", output)
+    # A part that is no number (0/0 of a metric beside the reward) is left out; the reward stands, as in Harbor.
+    finite = {k: v for k, v in rewards.items() if math.isfinite(v)}
+    dropped = sorted(set(rewards) - set(finite))
+    return Verdict(main, finite, f"reward.json's {', '.join(dropped)} not finite: left out" if dropped else "", output)
 
 
 def _drain(stream: IO[bytes], kept: bytearray) -> None:
