@@ -46,6 +46,8 @@ from omnienv.server.run import uvicorn_config
 __all__ = ["EpisodeShell", "Relay", "serving"]
 
 _BODY_LIMIT = 4 * 1024 * 1024
+KEEP_ALIVE_S = 60.0
+"""How often a session is touched while its harness runs (see :meth:`EpisodeShell.keep_alive`)."""
 
 
 @dataclass(eq=False)
@@ -108,6 +110,21 @@ class EpisodeShell:
         self.over.set()
         async with self._lock:
             pass
+
+    async def keep_alive(self) -> None:
+        """Touch the session (``state()``) every ``KEEP_ALIVE_S`` until the episode is over, so that
+        a server's idle timeout (``--idle-timeout``, 600 s by default) never reaps a session whose
+        harness is only slow between commands: the reaped session's ``end()`` failed, and the
+        agent's episode was voided as the environment's failure. Never while a command runs (the
+        session takes one request at a time), and never after :meth:`settle`."""
+        while not self.over.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.over.wait(), KEEP_ALIVE_S)
+            async with self._lock:
+                if self.over.is_set():
+                    return
+                with contextlib.suppress(OmniEnvError):  # a lost session is the next step's to find
+                    await self.client.state()
 
     def _is_submission(self, output: str, exit_code: int) -> bool:
         if self.submit_marker is None or exit_code != 0:

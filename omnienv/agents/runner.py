@@ -129,6 +129,7 @@ class _Run:
         # Once the episode is over its model URL is refused: what the harness asks in its grace period
         # is no turn of the episode, and must not be trained as one.
         closing = asyncio.create_task(self._close_model_at_end(shell, name))
+        touching = asyncio.create_task(shell.keep_alive())
         try:
             context = EpisodeContext(
                 plan.index,
@@ -146,6 +147,7 @@ class _Run:
             self.relay.close(token)
             self.proxy.close_episode(name)
         await shell.settle()
+        await touching  # over: it returns, with no call left running on the session
         episode.steps = shell.steps
         episode.failure = shell.failure
         if not episode.over:  # the harness stopped without the episode ending: the trainer's cut scores it

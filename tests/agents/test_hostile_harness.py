@@ -25,7 +25,7 @@ from omnienv.core import Environment, Task, tool
 from omnienv.rollout.scripted_openai import create_app
 from omnienv.rollout.trajectory import TRAINER_END as END
 from omnienv.sandboxes.cgroups import probe
-from omnienv.server import running
+from omnienv.server import ServerConfig, assemble, running
 from tests.agents.test_cli_harness import running_process
 from tests.polling import eventually
 
@@ -359,3 +359,21 @@ sys.exit(1)
     (item,) = done[0].episodes
     assert item.harness["exit_code"] == 1 and item.harness["log_tail"] == "the last words\n"
     assert item.episode.failure is None
+
+
+def test_a_harness_slow_between_commands_outlasts_the_servers_idle_timeout(
+    tmp_path: Path, model: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a server of the caller's (``--url``) that reaps sessions idle for a second, the harness
+    thinks for longer than that and stops: the session was reaped under it, its ``end()`` failed,
+    and the agent's episode was voided as the environment's failure. Touched while the harness
+    runs, it is scored as it stands."""
+    monkeypatch.setattr("omnienv.agents.relay.KEEP_ALIVE_S", 0.1)
+    thinking = 'import time\npost(os.environ["OPENAI_BASE_URL"], "own")\ntime.sleep(2.5)\n'
+    (tmp_path / "agent.py").write_text(POST + thinking)
+    (tmp_path / "agent.toml").write_text('command = ["{python}", "{spec_dir}/agent.py"]\n')
+    with running(assemble(EchoShell, ServerConfig(ui=False, idle_timeout=1.0), plugins=())) as url:
+        run = run_agents(load_spec(tmp_path / "agent.toml"), EchoShell, model="m", base_url=model, url=url)
+    (item,) = run.episodes
+    assert item.harness["stopped"] == "exited" and item.episode.failure is None, item.episode.failure
+    assert [step.call.name for step in item.episode.steps] == [END] and item.episode.reward == 0.0
