@@ -103,7 +103,9 @@ class SandboxShell:
         self.binds = tuple(binds)
         self.output_bytes = output_bytes
         self._marker = f"__omnienv_done_{secrets.token_hex(12)}__"
-        self._done = re.compile(rb"\n" + self._marker.encode() + rb" (\d+) (\d+)\n")
+        # Bounded numbers: the marker is in the shell's history, and a forged one with 5,000 digits made
+        # int() raise in the reader, which then read nothing more of this shell.
+        self._done = re.compile(rb"\n" + self._marker.encode() + rb" (\d{1,18}) (\d{1,3})\n")
         self._keep = len(self._marker) + 32  # bytes held back: a marker line may start in them
         self._number = 0  # of the command running: its marker line carries it
         self._cond = threading.Condition()

@@ -112,6 +112,17 @@ def test_a_marker_line_lost_to_a_ctrl_c_goes_again_and_an_earlier_commands_marke
     assert later.output == "after" and later.exit_code == 0 and not later.restarted
 
 
+def test_a_forged_marker_line_with_a_huge_number_is_output_and_the_reader_reads_on(shell: SandboxShell) -> None:
+    # The marker is in the shell's history (``history`` shows every line sent): a command can print it
+    # with a number no int() takes (over 4,300 digits), which stopped the reader for good.
+    marker = "\"$(history | grep -o '__omnienv_done_[0-9a-f]*__' | head -1)\""
+    forged = shell.run(f"printf '\\n%s %s 0\\n' {marker} \"$(printf '9%.0s' $(seq 5000))\"; echo after", 5)
+    assert forged.exit_code == 0 and not forged.restarted and forged.output.endswith("after"), forged.output[-200:]
+    assert shell._marker in forged.output, "the forged line is the command's output"
+    again = shell.run("echo again", 5)
+    assert again.output == "again" and not again.restarted
+
+
 def test_whatever_part_of_a_marker_line_a_ctrl_c_cuts_off_the_marker_sent_again_ends_the_command(
     shell: SandboxShell,
 ) -> None:
