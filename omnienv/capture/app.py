@@ -222,10 +222,12 @@ class ProxyApp:
         if body is None:
             return
         api = _CAPTURED.get(path) if scope["method"] == "POST" else None
+        request = loads_leniently(body) if api is not None else None
+        if not isinstance(request, dict):  # no call it can record (a body compressed, or no JSON object)
+            api = None
         if api is None and self.log.gated and scope["method"] not in ("GET", "HEAD"):
             message = "capture proxy: only the calls it records (chat completions, responses) and reads reach the model"
             return await _reply(send, *_error(404, message, "not_found"))
-        request = loads_leniently(body) if api is not None else None
         if api is None or not isinstance(request, dict):  # not ours to judge: the upstream answers it
             return await self._pass(send, scope["method"].encode(), target, headers, body)
         gone = asyncio.ensure_future(receive())  # after the body, only the harness leaving ends this

@@ -7,6 +7,8 @@ record; a gated proxy serves only the keys it handed out, and none after the epi
 
 from __future__ import annotations
 
+import gzip
+import json
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -20,6 +22,7 @@ from starlette.responses import JSONResponse
 from omnienv.capture import EPISODE_HEADER, CaptureProxy
 from omnienv.rollout.scripted_openai import Faults, Reply, create_app
 from omnienv.server import running
+from tests.capture.test_proxy import bare_upstream
 
 BODY = {"model": "scripted", "messages": [{"role": "user", "content": "Hello"}]}
 
@@ -111,3 +114,25 @@ def test_a_gated_proxy_forwards_no_call_it_would_not_record() -> None:
         assert httpx.get(f"{base}/models", timeout=30).status_code == 200
         assert post(base) == 200
     assert reached == []
+
+
+def test_a_gated_proxy_forwards_no_model_call_whose_body_it_cannot_read() -> None:
+    """A compressed body (or one that is no JSON object) went upstream unrecorded: an upstream that
+    reads it answers a model call missing from the record."""
+    reached: list[bytes] = []
+
+    @bare_upstream
+    async def reader(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        reached.append((await receive())["body"])
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]}).encode()
+    with running(reader) as url, CaptureProxy(f"{url}/v1", gated=True) as proxy:
+        base = proxy.open_episode("episode-5")
+        for content, encoding in ((gzip.compress(body), "gzip"), (b"[1]", "identity")):
+            headers = {"content-type": "application/json", "content-encoding": encoding}
+            answer = httpx.post(f"{base}/chat/completions", content=content, headers=headers, timeout=30)
+            assert answer.status_code == 404 and "records" in answer.json()["error"]["message"]
+        assert post(base) == 200 and len(proxy.calls("episode-5")) == 1
+    assert len(reached) == 1 and b'"return_token_ids"' in reached[0]  # only the call it recorded
