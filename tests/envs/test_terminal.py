@@ -94,6 +94,18 @@ def test_a_dockerfile_is_honoured_container_free_or_refused_naming_the_line(tmp_
         read_task(bad)
 
 
+def test_a_task_whose_starting_state_is_a_prebuilt_image_alone_is_refused(tmp_path: Path) -> None:
+    """Harbor starts such a task from its ``docker_image``; with no Dockerfile to lay that state out,
+    the sandbox would give the agent an empty workspace and every episode 0, never a word why."""
+    task = make_task(tmp_path, toml_extra='[environment]\ndocker_image = "ghcr.io/org/task:1"\n')
+    assert read_task(task).mount == "/app", "with its Dockerfile, the task is read from that"
+    (task / "environment" / "Dockerfile").unlink()
+    with pytest.raises(
+        HarborTaskError, match=r"needs a container: its starting state is the image 'ghcr.io/org/task:1'"
+    ):
+        read_task(task)
+
+
 def test_a_suite_keeps_its_runnable_tasks_and_names_the_others(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

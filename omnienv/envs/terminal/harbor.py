@@ -131,6 +131,13 @@ def _read_task(path: Path, name: str, root: Path | None) -> HarborTask:
     ).exists():
         raise HarborTaskError(f"task '{name}' needs a container: its environment is a docker-compose project")
     dockerfile = path / "environment" / "Dockerfile"
+    environment = _table(config, "environment", name)
+    image = environment.get("docker_image")
+    if image and not dockerfile.is_file():  # with its Dockerfile, the image is read from that, as built
+        raise HarborTaskError(
+            f"task '{name}' needs a container: its starting state is the image {image!r:.80} "
+            "([environment] docker_image), and it has no environment/Dockerfile to lay that state out from"
+        )
     base, workdirs, steps, env = read_dockerfile(dockerfile, name) if dockerfile.is_file() else ("", [], [], {})
     mount = workdirs[0] if workdirs else DEFAULT_WORKDIR
     verifier = (path / "tests" / "test.sh").read_text(errors="replace")
@@ -142,7 +149,6 @@ def _read_task(path: Path, name: str, root: Path | None) -> HarborTask:
             "its verifier runs container-free, on the host's read-only system with no network"
         )
     metadata = _table(config, "metadata", name)
-    environment = _table(config, "environment", name)
     workdir = workdirs[-1] if workdirs else DEFAULT_WORKDIR
     named = environment.get("workdir")  # [environment] workdir: where the agent and the verifier start
     if isinstance(named, str) and named.strip():
