@@ -64,6 +64,8 @@ class EpisodeShell:
     """The relay's own failure to reach the session (a step's failure is in its result)."""
     submitted: bool = False
     note: str | None = None
+    deadline: float | None = None
+    """When the harness's time is up (the event loop's clock): no command's time limit runs past it."""
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     async def run(self, command: str, timeout: float | None) -> dict[str, Any]:
@@ -71,7 +73,8 @@ class EpisodeShell:
         async with self._lock:
             if self.over.is_set():
                 return self._answer("", 1)
-            call = self.tool.call(command, timeout)
+            left = None if self.deadline is None else self.deadline - asyncio.get_running_loop().time()
+            call = self.tool.call(command, timeout, left)
             result = await self._step(call)
             if result is None:
                 return self._answer("", 126)

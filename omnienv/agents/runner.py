@@ -179,6 +179,7 @@ class _Run:
             launch = self.harness.launch(context)
         except OSError as exc:
             return Finished("not_started", None, 0.0, context.workdir / "harness.log", str(exc))
+        shell.deadline = asyncio.get_running_loop().time() + self.timeout_s
         # Once it is to stop, its shell is closed: a harness that ignores SIGTERM (or its children,
         # until they are killed) runs no command past its time, and submits nothing after the end.
         return await run_process(launch, context.workdir, self.timeout_s, shell.over, stopping=shell.over.set)

@@ -41,6 +41,8 @@ TIMED_OUT = 124
 _EXIT = re.compile(r"\n?(?:\[exit code (-?\d+)\]|\(exit code (-?\d+)\))\s*\Z")
 _STOPPED = re.compile(r"(?:\[(?:command stopped|interrupted) after [^\]]*\]|\(killed after [^)]*\))\s*\Z")
 _NO_OUTPUT = "(no output)"
+_LEAST_S = 0.001
+"""The shortest time limit a command is given (a tool takes none of 0 s)."""
 
 
 class _Listed(Protocol):
@@ -89,12 +91,22 @@ class ShellTool:
     submit_value: str | None = None
     """What ``submit_arg`` always gets, where it is not an answer (the desktop's
     ``terminate(status="success")``); None: the text after the marker."""
+    timeout_default: float | None = None
+    """The time limit the tool gives a command when none is passed (its schema's default)."""
 
-    def call(self, command: str, timeout: float | None) -> ToolCall:
-        """The tool call that runs ``command`` (with the time limit, where the tool takes one)."""
+    def call(self, command: str, timeout: float | None, left: float | None = None) -> ToolCall:
+        """The tool call that runs ``command`` (with the time limit, where the tool takes one).
+
+        ``left`` is how long the harness has left: a time limit past it (the tool's default one
+        too) is cut to it, since a command still running when the harness is stopped is let
+        finish and counts, and a long one started just before the end ran on long after it."""
         arguments: dict[str, Any] = {self.command_arg: command}
-        if timeout is not None and self.timeout_arg is not None:
-            arguments[self.timeout_arg] = timeout
+        if self.timeout_arg is not None:
+            limit = timeout if timeout is not None else self.timeout_default
+            if left is not None and limit is not None and left < limit:
+                timeout = max(left, _LEAST_S)
+            if timeout is not None:
+                arguments[self.timeout_arg] = timeout
         return ToolCall(self.name, arguments)
 
     def submit_call(self, text: str) -> ToolCall | None:
@@ -155,9 +167,22 @@ def find_shell_tool(tools: Mapping[str, _Listed], name: str | None = None) -> Sh
         command = next((arg for arg in ("command", "cmd") if _is_string(properties.get(arg))), None)
         if command is None or set(_required(tool)) - {command}:
             continue
-        timeout = "timeout" if properties.get("timeout", {}).get("type") in ("number", "integer") else None
+        schema = properties.get("timeout")
+        schema = schema if isinstance(schema, dict) else {}
+        timed = schema.get("type") in ("number", "integer")
+        default = schema.get("default")
+        if not timed or isinstance(default, bool) or not isinstance(default, int | float):
+            default = None
         submit, submit_arg, submit_value = _submit_tool(tools)
-        return ShellTool(tool.name, command, timeout, submit, submit_arg, submit_value)
+        return ShellTool(
+            tool.name,
+            command,
+            "timeout" if timed else None,
+            submit,
+            submit_arg,
+            submit_value,
+            None if default is None else float(default),
+        )
     listed = ", ".join(sorted(tools)) or "none"
     wanted = f"tool '{name}' taking a string 'command'" if name else "shell tool (a tool taking a string 'command')"
     raise UsageError(f"the environment has no {wanted}; its tools: {listed}")

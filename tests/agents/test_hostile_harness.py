@@ -67,14 +67,21 @@ def model() -> Iterator[str]:
         yield f"{url}/v1"
 
 
-def play(tmp_path: Path, model: str, program: str, episodes: int = 1, timeout_s: float | None = None) -> AgentRun:
+def play(
+    tmp_path: Path,
+    model: str,
+    program: str,
+    episodes: int = 1,
+    timeout_s: float | None = None,
+    env: type[Environment] = EchoShell,
+) -> AgentRun:
     (tmp_path / "agent.py").write_text(POST + program)
     (tmp_path / "agent.toml").write_text('command = ["{python}", "{spec_dir}/agent.py"]\n')
     spec = load_spec(tmp_path / "agent.toml")
     work = tmp_path / "work"
     return run_agents(
         spec,
-        EchoShell,
+        env,
         model="m",
         base_url=model,
         episodes=episodes,
@@ -377,3 +384,35 @@ def test_a_harness_slow_between_commands_outlasts_the_servers_idle_timeout(
     (item,) = run.episodes
     assert item.harness["stopped"] == "exited" and item.episode.failure is None, item.episode.failure
     assert [step.call.name for step in item.episode.steps] == [END] and item.episode.reward == 0.0
+
+
+class TimedShell(EchoShell):
+    """An echo shell whose tool takes a time limit, as the terminal's does (60 s by default)."""
+
+    name = "timed-shell"
+
+    @tool
+    def run(self, command: str, timeout: float = 60.0) -> str:
+        """Echo a command.
+
+        Args:
+            command: The command line.
+            timeout: Seconds before the command is interrupted.
+        """
+        return f"{command}\n[exit code 0]"
+
+
+def test_no_command_is_given_time_past_the_harness_s_end(tmp_path: Path, model: str) -> None:
+    """The command running when the harness is stopped is let finish, and counts: one started just
+    before the end with a ten-minute limit (or the tool's one-minute default) worked on for that
+    long past the harness's time. Its limit is cut to the time the harness has left."""
+    program = """
+import subprocess
+post(os.environ["OPENAI_BASE_URL"], "own")
+ten_minutes = {**os.environ, "OMNIENV_SHELL_TIMEOUT": "600"}
+subprocess.run([os.environ["SHELL"], "-c", "sleep 590; make the tests pass"], env=ten_minutes)
+subprocess.run([os.environ["SHELL"], "-c", "sleep 59; make the tests pass"])
+"""
+    (item,) = play(tmp_path, model, program, timeout_s=20.0, env=TimedShell).episodes
+    limits = [step.call.arguments.get("timeout") for step in item.episode.steps[:-1]]
+    assert len(limits) == 2 and all(limit is not None and 0 < limit <= 20.0 for limit in limits), limits

@@ -26,7 +26,7 @@ from omnienv.envs.wordle import Wordle
 
 
 def test_the_shell_tools_of_terminal_jupyter_and_the_desktop_are_found() -> None:
-    assert find_shell_tool(Terminal.tools) == ShellTool("run", "command", "timeout", "submit", None)
+    assert find_shell_tool(Terminal.tools) == ShellTool("run", "command", "timeout", "submit", None, None, 60.0)
     assert find_shell_tool(Jupyter.tools) == ShellTool(
         "execute_shell_command", "command", None, "final_answer", "answer"
     )
@@ -73,6 +73,10 @@ def test_a_tool_text_splits_into_output_and_exit_code() -> None:
     assert ShellTool.parse("x\n(killed after 60 s)").exit_code == 124
     tool = find_shell_tool(Terminal.tools)
     assert tool.call("ls", 5.0) == ToolCall("run", {"command": "ls", "timeout": 5.0})
+    # no limit past the harness's end: the one passed, or the tool's default (60 s), is cut to it
+    assert tool.call("ls", 600.0, left=7.5) == tool.call("ls", None, left=7.5) == tool.call("ls", 7.5)
+    assert tool.call("ls", None, left=-1.0).arguments["timeout"] == 0.001
+    assert tool.call("ls", None, left=100.0) == ToolCall("run", {"command": "ls"})
     assert find_shell_tool(Jupyter.tools).call("ls", 5.0) == ToolCall("execute_shell_command", {"command": "ls"})
     assert tool.submit_call(" ignored ") == ToolCall("submit", {})
     assert find_shell_tool(Jupyter.tools).submit_call(" 42\n") == ToolCall("final_answer", {"answer": "42"})
