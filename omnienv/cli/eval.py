@@ -88,10 +88,19 @@ class EvalCapture:
         self.with_ids = 0
         self.missing: str | None = None
 
+    @staticmethod
+    def proxy_for(upstream: str, timeout: float) -> CaptureProxy:
+        """The run's proxy, gated: each episode's URL is a secret one, so nothing but that episode's
+        policy (no other local process that guesses ``episode-3``) adds a call to its record."""
+        from omnienv.capture.proxy import CaptureProxy
+
+        return CaptureProxy(upstream, timeout=timeout, gated=True)
+
     def base_url_for(self, episode: Episode) -> str:
-        return self.proxy.episode_url(episode_name(episode))
+        return self.proxy.open_episode(episode_name(episode))
 
     def annotate(self, episode: Episode) -> None:
+        self.proxy.close_episode(episode_name(episode))  # a call still running is not recorded
         calls = self.proxy.drain(episode_name(episode))
         episode.model_calls = [compact_call(call) for call in calls]
         self.calls += len(calls)
@@ -224,17 +233,17 @@ def evaluate(
         play(None, None)
         console.print(f"trajectories: {out}\nsummary: {summary_path(out)}")
         return
+    upstream = base_url or os.environ.get("OPENAI_BASE_URL") or _DEFAULT_UPSTREAM
     try:
-        from omnienv.capture.proxy import CaptureProxy
+        capture_proxy = EvalCapture.proxy_for(upstream, request_timeout)
     except ImportError as exc:
         raise fail(f"--capture needs the server extra: pip install 'omnienv[server]' ({exc})") from None
-    upstream = base_url or os.environ.get("OPENAI_BASE_URL") or _DEFAULT_UPSTREAM
     sink = open_records(records, out, resume, cls.name, retry_failures) if records is not None else None
     try:
         # The proxy gives up on the upstream when the client does (it watches the client's
         # connection, and bounds each exchange as a whole by the same timeout), so a request the
         # client retried is not also recorded when its first try answers late.
-        with CaptureProxy(upstream, timeout=request_timeout) as proxy:
+        with capture_proxy as proxy:
             wiring = EvalCapture(proxy, sink)
             play(wiring.base_url_for, wiring.annotate)
     finally:

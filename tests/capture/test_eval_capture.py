@@ -15,11 +15,12 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import httpx
 import orjson
 import pytest
 
 from omnienv.capture.records import TrainingRecord, read_records
-from omnienv.cli.eval import compact_call
+from omnienv.cli.eval import EvalCapture, compact_call, episode_name
 from omnienv.envs.wordle.responder import wordle_responder
 from omnienv.rollout import read_episodes
 from omnienv.rollout.scripted_openai import Faults, Produced, create_app
@@ -227,3 +228,21 @@ def test_a_resume_plays_failed_episodes_again_only_when_asked(tmp_path: Path) ->
     assert all(r.trainable for r in records)
     summary = orjson.loads((tmp_path / "run.summary.json").read_bytes())
     assert summary["episodes"] == 4 and summary["failures"] == 0
+
+
+def test_an_eval_episode_s_record_takes_calls_only_through_its_own_secret_url() -> None:
+    """Another local process that knows the run's naming (``episode-0``) adds nothing to a record,
+    and nothing is added once the episode is over."""
+    episode = Episode("wordle", 0, "test/0000", 0, "scripted")
+    body = {"model": "scripted", "messages": [{"role": "user", "content": "guess"}]}
+    with running(create_app(wordle_responder)) as url, EvalCapture.proxy_for(f"{url}/v1", 30) as proxy:
+        wiring = EvalCapture(proxy, None)
+        secret = wiring.base_url_for(episode)
+        assert episode_name(episode) not in secret
+        guessed = httpx.post(f"{proxy.episode_url(episode_name(episode))}/chat/completions", json=body, timeout=30)
+        assert guessed.status_code == 404
+        assert httpx.post(f"{secret}/chat/completions", json=body, timeout=30).status_code == 200
+        wiring.annotate(episode)
+        assert httpx.post(f"{secret}/chat/completions", json=body, timeout=30).status_code == 404
+    assert episode.model_calls is not None and len(episode.model_calls) == 1
+    assert episode.model_calls[0]["episode"] == "episode-0"
