@@ -149,6 +149,7 @@ def bwrap_command(
     hostname: str = "sandbox",
     block_fd: int | None = None,
     binds: Sequence[tuple[str, str]] = (),
+    links: Sequence[tuple[str, str]] = (),
     options_fd: int | None = None,
     nest: bool = False,
 ) -> list[str]:
@@ -158,7 +159,8 @@ def bwrap_command(
     is mounted writable at its own host path, so that Unix sockets made inside are reachable from
     the host under the same name; each ``(host_path, inside)`` of ``binds`` is mounted writable at
     ``inside`` (sockets made there are reachable at ``host_path``, and the sandbox never learns the
-    host's path). ``read_only`` paths are mounted at their own path, ``files`` (files or
+    host's path); each ``(target, path)`` of ``links`` is a symbolic link at ``path`` in the read-only
+    root. ``read_only`` paths are mounted at their own path, ``files`` (files or
     directories) read-only at their ``inside`` path, in that order, after the system. With
     ``block_fd``, bwrap waits to start ``argv`` until a byte can be read from it (so that the
     caller can move the sandbox into its cgroup first). With ``options_fd`` (a new memory file, see
@@ -204,6 +206,8 @@ def bwrap_command(
         cmd += ["--bind", path, path]
     for host_path, inside in binds:
         cmd += ["--bind", host_path, inside]
+    for target, path in links:
+        cmd += ["--symlink", target, path]
     cmd += ["--remount-ro", "/", "--chdir", HOME]  # the root holds only mount points: make it read-only
     for key, value in (env or {}).items():
         cmd += ["--setenv", key, value]

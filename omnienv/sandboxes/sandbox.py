@@ -148,13 +148,14 @@ class Sandbox:
         pass_fds: Sequence[int] = (),
         hostname: str = "sandbox",
         binds: Sequence[tuple[str, str]] = (),
+        links: Sequence[tuple[str, str]] = (),
         nest: bool = False,
     ) -> subprocess.Popen[bytes]:
         """Start ``argv`` inside the sandbox, in its cgroup from its first instruction.
 
         ``env`` is the program's whole environment (nothing of the host's is added); ``argv`` is
         passed to bwrap as separate words and never through a shell. ``shared_dirs``,
-        ``read_only``, ``files`` and ``binds`` are mounts, and ``nest`` lets the program make
+        ``read_only``, ``files`` and ``binds`` are mounts, ``links`` symbolic links, and ``nest`` lets the program make
         sandboxes of its own (user namespaces), as :func:`~omnienv.sandboxes.bubblewrap.
         bwrap_command` describes them.
         """
@@ -180,6 +181,7 @@ class Sandbox:
                 hostname=hostname,
                 block_fd=gate_read,
                 binds=binds,
+                links=links,
                 options_fd=options,
                 nest=nest,
             )

@@ -95,12 +95,14 @@ class SandboxShell:
         workdir: str,
         env: Mapping[str, str],
         binds: Sequence[tuple[str, str]] = (),
+        links: Sequence[tuple[str, str]] = (),
         output_bytes: int = 20_000,
     ) -> None:
         self.sandbox = sandbox
         self.workdir = workdir
         self.env = dict(env)
         self.binds = tuple(binds)
+        self.links = tuple(links)
         self.output_bytes = output_bytes
         self._marker = f"__omnienv_done_{secrets.token_hex(12)}__"
         # Bounded numbers: the marker is in the shell's history, and a forged one with 5,000 digits made
@@ -126,6 +128,7 @@ class SandboxShell:
             ["bash", "--noprofile", "--norc", "--noediting", "-i"],
             env={**self.env, "PS1": "", "PS2": "", "HISTFILE": "/dev/null"},
             binds=self.binds,
+            links=self.links,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,

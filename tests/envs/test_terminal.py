@@ -431,6 +431,22 @@ def test_the_oracle_hands_solve_sh_its_files_as_they_are_bytes_and_modes(tmp_pat
         env.close()
 
 
+def test_a_solve_sh_that_names_harbors_solution_directory_runs_as_under_harbor(tmp_path: Path) -> None:
+    """Harbor's oracle puts ``solution/`` at ``/solution``: a ``solve.sh`` naming its helper there finds it
+    (it was at /tmp/omnienv-solution alone, so the task read as unsolvable). An agent finds nothing there."""
+    task = make_task(tmp_path, solve="bash /solution/helper.sh > out.txt\n")
+    (task / "solution" / "helper.sh").write_text("echo 42\n")
+    env = harbor_environment(task)()
+    try:
+        env.reset("train/answer")
+        seen = env.step(ToolCall("run", {"command": "ls -A /solution/"})).observation.text
+        assert "No such file or directory" in seen, seen  # a link to where nothing is yet
+        results = [env.step(call) for call in solution_calls(read_task(task))]
+        assert results[-1].reward == 1.0, [result.observation.text[-300:] for result in results]
+    finally:
+        env.close()
+
+
 def test_a_failing_setup_is_an_infrastructure_failure_never_a_score(tmp_path: Path) -> None:
     broken = make_task(tmp_path, dockerfile="FROM x\nWORKDIR /app\nRUN exit 3\n")
     env = harbor_environment(broken)()

@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 from omnienv.core import AgentCausedEnd, Environment, Rubric, RubricScore, Task, ToolError, ToolResult, tool
 from omnienv.envs.terminal.harbor import HarborTask, find_tasks
 from omnienv.envs.terminal.verifier import VERIFIER_PREFIX, Verdict, preflight_nesting, verify
-from omnienv.envs.terminal.workspace import build_workspace, env_for, workspace_binds, workspace_dir
+from omnienv.envs.terminal.workspace import build_workspace, env_for, solution_link, workspace_binds, workspace_dir
 from omnienv.sandboxes.bubblewrap import Limits
 from omnienv.sandboxes.sandbox import Sandbox
 from omnienv.sandboxes.shell import CommandResult, SandboxShell
@@ -44,6 +44,9 @@ SUITE = Path(__file__).parent / "tasks"
 
 SHELL_PREFIX = "omnienv-terminal-"
 MAX_TIMEOUT_S = 600.0
+SOLUTION_DIR = "/tmp/omnienv-solution"
+"""Where the oracle writes a task's ``solution/`` in the sandbox (whose root is read-only); Harbor's
+runner uploads it to ``/solution``, which is a link here, so a ``solve.sh`` naming it works."""
 FILE_BYTES = 65_536
 WRITE_BYTES = 1_000_000
 FILES_PER_MB = 256
@@ -157,7 +160,11 @@ class Terminal(Environment):
         self.sandbox = Sandbox(limits, prefix=SHELL_PREFIX, hidden=(harbor.root,))  # the suite's tests, solutions
         build_workspace(self.sandbox, harbor)
         self.shell = SandboxShell(
-            self.sandbox, workdir=harbor.workdir, env=env_for(harbor), binds=workspace_binds(self.sandbox, harbor)
+            self.sandbox,
+            workdir=harbor.workdir,
+            env=env_for(harbor),
+            binds=workspace_binds(self.sandbox, harbor),
+            links=solution_link(harbor, SOLUTION_DIR),
         )
         self.shell.start()
         self.started = time.monotonic()

@@ -1,7 +1,8 @@
 """The oracle: runs a task's ``solution/`` through the agent's own tools, as Harbor's oracle agent does.
 
-It writes the solution's files to ``/tmp/omnienv-solution`` in the episode's sandbox, runs
-``solve.sh`` there from the working directory (with task.toml's ``[solution] env``), and submits.
+It writes the solution's files to ``/tmp/omnienv-solution`` in the episode's sandbox (which
+``/solution``, Harbor's place for them, links to), runs ``solve.sh`` there from the working
+directory (with task.toml's ``[solution] env``), and submits.
 Solving every task this way proves each one solvable as posed, in the sandbox, through the tools;
 the solution never reaches an agent.
 """
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from omnienv.core import ToolCall
-from omnienv.envs.terminal.env import MAX_TIMEOUT_S, WRITE_BYTES, Terminal
+from omnienv.envs.terminal.env import MAX_TIMEOUT_S, SOLUTION_DIR, WRITE_BYTES, Terminal
 from omnienv.envs.terminal.harbor import HarborTask
 
 if TYPE_CHECKING:  # the episode record belongs to the rollout layer; the player only reads it
@@ -23,7 +24,6 @@ if TYPE_CHECKING:  # the episode record belongs to the rollout layer; the player
 
 __all__ = ["HarborOracle", "solution_calls"]
 
-SOLUTION_DIR = "/tmp/omnienv-solution"
 _PIECE = 300_000
 """Bytes of a file per ``run`` (400 KB of base64 on its command line)."""
 

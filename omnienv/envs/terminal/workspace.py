@@ -63,6 +63,18 @@ def workspace_binds(sandbox: Sandbox, task: HarborTask) -> list[tuple[str, str]]
     return [(str(workspace_dir(sandbox)), task.mount)]
 
 
+def solution_link(task: HarborTask, solution_dir: str) -> list[tuple[str, str]]:
+    """``/solution``, where Harbor's oracle puts a task's solution, as a link to ``solution_dir``;
+    none for a task whose working directory is there (or holds it)."""
+    mount = PurePosixPath(task.mount)
+    harbors = PurePosixPath("/solution")
+    return (
+        []
+        if mount == harbors or harbors in mount.parents or mount in harbors.parents
+        else [(solution_dir, str(harbors))]
+    )
+
+
 def build_workspace(sandbox: Sandbox, task: HarborTask) -> None:
     """Lay out the starting state: the task's copies, then its offline RUN steps, in order.
 
