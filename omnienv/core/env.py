@@ -34,6 +34,7 @@ from omnienv.core.errors import (
     EnvironmentFailure,
     EpisodeOverError,
     NotResetError,
+    TaskError,
 )
 from omnienv.core.ledger import EpisodeLedger
 from omnienv.core.results import ToolOutput, record_step
@@ -157,8 +158,11 @@ class EnvironmentBase:
     def _setup_failed(self, exc: Exception) -> EnvironmentFailure:
         """The error of a reset whose ``setup`` raised. The previous episode ends with it: ``setup``
         may have changed the environment halfway, so a step must not go on with the old episode
-        (it would be played, and scored, on the half-reset state); the next step asks for a reset."""
+        (it would be played, and scored, on the half-reset state); the next step asks for a reset.
+        A :class:`TaskError` (``setup`` refusing a task it cannot run) is the caller's, raised as it is."""
         self._episode = None
+        if isinstance(exc, TaskError):
+            raise exc
         return EnvironmentFailure(bounded_error(f"{self.name}: setup failed: {type(exc).__name__}: {exc}"))
 
     def _finish_reset(self, episode: EpisodeLedger, prompt: Prompt) -> Observation:

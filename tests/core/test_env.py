@@ -329,6 +329,25 @@ def test_setup_crash_raises_environment_failure() -> None:
         NoSetup().reset()
 
 
+def test_a_setup_that_refuses_its_task_is_the_callers_task_error_never_a_failure() -> None:
+    """A ``Task`` made by hand that ``setup`` cannot run is the caller's mistake (TaskError), as an unknown
+    task id is, never an infrastructure failure; the previous episode ends with it as with any failed setup."""
+
+    class Picky(Counter):
+        def setup(self, task: Task | None, rng: random.Random) -> str:
+            if task is not None and task.id == "mine/1":
+                raise TaskError("no task 'mine/1' here")
+            return super().setup(task, rng)
+
+    env = Picky()
+    env.reset(task="train/0")
+    with pytest.raises(TaskError, match="no task 'mine/1'") as caught:
+        env.reset(task=Task("mine/1", "mine"))
+    assert not isinstance(caught.value, EnvironmentFailure)
+    with pytest.raises(NotResetError):
+        env.step(ToolCall("inc"))
+
+
 def test_tasks_seeding_and_state() -> None:
     first, second = Counter(), Counter()
     assert first.reset(seed=11) == second.reset(seed=11)

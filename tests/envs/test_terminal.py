@@ -9,7 +9,15 @@ from pathlib import Path
 import pytest
 
 from omnienv.client import WebSocketClient
-from omnienv.core import ToolCall, UnknownEnvironmentError, check_env, load_environment
+from omnienv.core import (
+    EnvironmentFailure,
+    Task,
+    TaskError,
+    ToolCall,
+    UnknownEnvironmentError,
+    check_env,
+    load_environment,
+)
 from omnienv.envs.terminal import HarborTaskError, Terminal, find_tasks, harbor_environment, read_task
 from omnienv.envs.terminal.hazards import verifier_hazards
 from omnienv.envs.terminal.oracle import solution_calls
@@ -443,6 +451,20 @@ def test_a_solve_sh_that_names_harbors_solution_directory_runs_as_under_harbor(t
         assert "No such file or directory" in seen, seen  # a link to where nothing is yet
         results = [env.step(call) for call in solution_calls(read_task(task))]
         assert results[-1].reward == 1.0, [result.observation.text[-300:] for result in results]
+    finally:
+        env.close()
+
+
+def test_a_task_the_suite_does_not_hold_is_the_callers_task_error(tmp_path: Path) -> None:
+    """A ``Task`` made by hand (or another environment's) is refused naming it: it was a KeyError wrapped
+    as the environment's failure."""
+    env = harbor_environment(make_task(tmp_path))()
+    try:
+        with pytest.raises(TaskError, match="has no task 'train/zzz'") as caught:
+            env.reset(task=Task("train/zzz", split="train"))
+        assert not isinstance(caught.value, EnvironmentFailure)
+        with pytest.raises(TaskError, match="has no task 'train/zzz'"):
+            env.preview(task=Task("train/zzz", split="train"))
     finally:
         env.close()
 

@@ -28,7 +28,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, ClassVar
 
-from omnienv.core import AgentCausedEnd, Environment, Rubric, RubricScore, Task, ToolError, ToolResult, tool
+from omnienv.core import AgentCausedEnd, Environment, Rubric, RubricScore, Task, TaskError, ToolError, ToolResult, tool
 from omnienv.envs.terminal.harbor import HarborTask, find_tasks
 from omnienv.envs.terminal.verifier import VERIFIER_PREFIX, Verdict, preflight_nesting, verify
 from omnienv.envs.terminal.workspace import build_workspace, env_for, solution_link, workspace_binds, workspace_dir
@@ -141,7 +141,11 @@ class Terminal(Environment):
     def _harbor(self, task: Task | None, rng: random.Random) -> HarborTask:
         if task is None:
             task = rng.choice(self.task_index().split(self.task_index().default_split or "test"))
-        return self.harbor_tasks()[task.id.partition("/")[2] if task.id.startswith(task.split + "/") else task.id]
+        name = task.id.partition("/")[2] if task.id.startswith(task.split + "/") else task.id
+        harbor = self.harbor_tasks().get(name)
+        if harbor is None:  # a Task made by hand, or another environment's: the caller's mistake
+            raise TaskError(f"{self.name} has no task '{task.id}': pass one of its own tasks, or the id of one")
+        return harbor
 
     def setup(self, task: Task | None, rng: random.Random) -> str:
         self.teardown()
