@@ -43,6 +43,7 @@ from omnienv.capture.records import TrainingRecord
 from omnienv.client.http import AsyncHTTPClient
 from omnienv.core import EnvironmentBase, Failure, OmniEnvError, load_environment
 from omnienv.rollout import EpisodePlan, Summary, plan_episodes, summarize
+from omnienv.rollout._arguments import check_arguments
 from omnienv.rollout.loop import end_stopped
 from omnienv.rollout.run import summary_path
 from omnienv.rollout.trajectory import TRAINER_END, Episode
@@ -242,6 +243,7 @@ def run_agents(
     episode's directory starts empty: what an earlier run left in it is removed first.
     """
     cls = load_environment(env) if isinstance(env, str) else env
+    check_arguments("run_agents", env_class=cls, concurrency=concurrency)
     tool = find_shell_tool(cls.tools, shell_tool)
     harness.check()
     plans = _plans(cls, episodes, split, tasks, seed)

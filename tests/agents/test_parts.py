@@ -13,12 +13,28 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from omnienv.agents import CommandHarness, EpisodeContext, MiniSweAgent, find_shell_tool, load_harness, load_spec
+from omnienv.agents import (
+    CommandHarness,
+    EpisodeContext,
+    MiniSweAgent,
+    find_shell_tool,
+    load_harness,
+    load_spec,
+    run_agents,
+)
 from omnienv.agents.harness import DEAD_PROXY, base_environ, install_shim
 from omnienv.agents.relay import EpisodeShell, Relay
 from omnienv.agents.shell import ShellTool, shell_only_note
 from omnienv.agents.shim import _command, baked, main
-from omnienv.core import EpisodeOverError, Observation, SessionLostError, StepResult, ToolCall, UsageError
+from omnienv.core import (
+    EpisodeOverError,
+    InvalidValueError,
+    Observation,
+    SessionLostError,
+    StepResult,
+    ToolCall,
+    UsageError,
+)
 from omnienv.envs.desktop import Desktop
 from omnienv.envs.jupyter import Jupyter
 from omnienv.envs.terminal import Terminal
@@ -213,6 +229,16 @@ class FakeSession:
         if isinstance(answer, Exception):
             raise answer
         return answer
+
+
+def test_run_agents_refuses_a_concurrency_below_one_before_anything_starts(tmp_path: Path) -> None:
+    """It ran one episode at a time, saying nothing, as the rollout entry points did."""
+    spec = tmp_path / "a.toml"
+    spec.write_text('command = ["true"]\n')
+    model = "http://127.0.0.1:9/v1"  # never called
+    for concurrency in (0, -2):
+        with pytest.raises(InvalidValueError, match=r"concurrency: -?\d is not in the range x>=1"):
+            run_agents(load_spec(spec), "terminal", model="m", base_url=model, concurrency=concurrency)
 
 
 def result(text: str, **fields: Any) -> StepResult:
