@@ -18,7 +18,7 @@ from omnienv.core.tasks import Task
 from omnienv.core.threads import shared_blocking_threads
 from omnienv.core.types import Observation, State, StepResult, ToolCall
 
-__all__ = ["AsyncEnv", "SyncEnv", "ToolInfo", "as_async", "as_sync"]
+__all__ = ["AsyncEnv", "SyncEnv", "ToolInfo", "as_async", "as_sync", "require_env_factory"]
 
 T = TypeVar("T")
 
@@ -192,3 +192,18 @@ def _not_an_environment(owner: str, expected: str, env: object) -> InvalidTypeEr
     else:
         fix = ""
     return InvalidTypeError(f"expected {expected}, got {type(env).__name__} {env!r:.80}{fix}")
+
+
+def require_env_factory(make: object, owner: str, name: str = "make_env") -> None:
+    """Refuse, naming the fix, what cannot make the environments ``owner`` plays: a class (whose
+    instances need ``as_async``), a name or an instance (no factory at all)."""
+    if isinstance(make, type) and issubclass(make, EnvironmentBase):
+        raise InvalidTypeError(
+            f"{owner}: {name} must make an AsyncEnv, got the class {make.__name__}: "
+            f"pass lambda: omnienv.as_async({make.__name__}())"
+        )
+    if not callable(make):
+        raise InvalidTypeError(
+            f"{owner}: {name} must be a function that makes an AsyncEnv, got {type(make).__name__} {make!r:.80}: "
+            "pass lambda: omnienv.as_async(env_class()), or lambda: omnienv.client.connect(url)"
+        )

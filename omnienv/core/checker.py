@@ -17,9 +17,9 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from omnienv.core.adapters import AsyncEnv, as_async
+from omnienv.core.adapters import AsyncEnv, as_async, require_env_factory
 from omnienv.core.env import EnvironmentBase
-from omnienv.core.errors import EpisodeOverError, InvalidTypeError, NotResetError, OmniEnvError
+from omnienv.core.errors import EpisodeOverError, NotResetError, OmniEnvError
 from omnienv.core.loop_watch import HELD_LIMIT, Yielding, watch_the_loop
 from omnienv.core.registry import require_environment_class
 from omnienv.core.sampling import sample_arguments
@@ -293,17 +293,7 @@ async def acheck_env(
     strings: list[str] | None = None,
 ) -> CheckReport:
     """Run every check on fresh environments from ``make``; never raises for a failed check."""
-    given: object = make
-    if isinstance(given, type) and issubclass(given, EnvironmentBase):
-        raise InvalidTypeError(
-            f"acheck_env: make must make an AsyncEnv, got the class {given.__name__}: "
-            f"use check_env({given.__name__}), or acheck_env(lambda: as_async({given.__name__}()))"
-        )
-    if not callable(given):
-        raise InvalidTypeError(
-            f"acheck_env: make must be a function that makes an AsyncEnv, got {type(given).__name__} {given!r:.80}: "
-            "pass lambda: as_async(env_class()), or check a server with omnienv.client.acheck_url(url)"
-        )
+    require_env_factory(make, "acheck_env", "make")
     checks = _Checks(make, secret_of, strings)
     report = CheckReport(target)
     try:

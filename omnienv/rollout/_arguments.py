@@ -13,7 +13,8 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from omnienv.core import EnvironmentBase, InvalidTypeError, InvalidValueError
+from omnienv.core import InvalidTypeError, InvalidValueError
+from omnienv.core.adapters import require_env_factory
 from omnienv.core.registry import require_environment_class
 
 __all__ = ["check_arguments", "require_policy_factory"]
@@ -52,19 +53,6 @@ def _plans(owner: str, plans: object) -> None:
         )
     fix = f"plan_episodes(env_class, {plans!r}, split, seed)" if _whole(plans) else "plan_episodes(env_class, n)"
     raise InvalidTypeError(f"{owner}: plans must be a list of EpisodePlans, got {_given(plans)}: use {fix}")
-
-
-def _make_env(owner: str, make_env: object) -> None:
-    if isinstance(make_env, type) and issubclass(make_env, EnvironmentBase):
-        raise InvalidTypeError(
-            f"{owner}: make_env must make an AsyncEnv, got the class {make_env.__name__}: "
-            f"pass lambda: omnienv.as_async({make_env.__name__}())"
-        )
-    if not callable(make_env):
-        raise InvalidTypeError(
-            f"{owner}: make_env must be a function that makes an AsyncEnv, got {_given(make_env)}: "
-            "pass lambda: omnienv.as_async(env_class()), or lambda: omnienv.client.connect(url)"
-        )
 
 
 def check_arguments(
@@ -111,7 +99,7 @@ def check_arguments(
                 f"{owner}: deadline_s must be > 0 seconds, or None for no deadline, got {deadline_s}"
             )
     if make_env is not _UNSET:
-        _make_env(owner, make_env)
+        require_env_factory(make_env, owner)
     if out is not _UNSET and out is not None and not isinstance(out, str | os.PathLike):
         raise InvalidTypeError(f"{owner}: out must be a path (a str or a Path) or None, got {_given(out)}")
     if make_policy is not _UNSET:

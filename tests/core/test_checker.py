@@ -319,7 +319,10 @@ def test_check_env_refuses_what_is_not_an_environment_class_naming_the_fix(env_c
 
 @pytest.mark.parametrize(
     ("make", "said"),
-    [(Echo, "got the class Echo: use check_env(Echo)"), ("echo", "make must be a function that makes an AsyncEnv")],
+    [
+        (Echo, "got the class Echo: pass lambda: omnienv.as_async(Echo())"),
+        ("echo", "make must be a function that makes an AsyncEnv"),
+    ],
 )
 def test_acheck_env_refuses_what_cannot_make_an_environment(make: object, said: str) -> None:
     with pytest.raises(InvalidTypeError) as caught:
