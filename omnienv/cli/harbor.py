@@ -44,15 +44,23 @@ class Replay:
         self.env = as_sync(self.raw)
         self.prompt = self.env.reset(task=self.task, seed=self.seed)
         self.over = False
-        for call in self.calls():
+        calls = self.calls()
+        self.made = len(calls)
+        for call in calls:
             self.over = self._step(call).done or self.over
 
     def calls(self) -> list[ToolCall]:
-        """The calls in the log, in order; a line that holds no call is an error, never skipped:
-        the episode graded would not be the one the agent played."""
+        """The calls in the log, in order; a line that holds no call is an error, never skipped, and
+        so is a log of more calls than an episode may make: the episode graded would not be the one
+        the agent played."""
         if not self.log.is_file():
             return []
-        lines = self.log.read_bytes().splitlines()[:MAX_CALLS]
+        lines = self.log.read_bytes().splitlines()
+        if len(lines) > MAX_CALLS:
+            raise fail(
+                f"the call log {self.log} holds {len(lines)} calls, more than the {MAX_CALLS} an episode may make "
+                "(`omnienv harbor act` refuses the one past them): it was not written by it alone"
+            )
         return [self._call(number, line) for number, line in enumerate(lines, 1)]
 
     def _call(self, number: int, line: bytes) -> ToolCall:
@@ -82,6 +90,8 @@ class Replay:
     def act(self, call: ToolCall) -> StepResult:
         if self.over:
             raise fail("the episode is over: no more actions")
+        if self.made >= MAX_CALLS:
+            raise fail(f"this episode has made its {MAX_CALLS} calls: no more actions (it is graded as it stands)")
         result = self._step(call)
         self.log.parent.mkdir(parents=True, exist_ok=True)
         with self.log.open("ab") as file:

@@ -16,6 +16,26 @@ HARBOR = {"OMNIENV_HARBOR_ENV": "wordle", "OMNIENV_HARBOR_TASK": "train/0000"}
 """A task ``omnienv export harbor`` would write: the environment and task its Dockerfile names."""
 
 
+ENDLESS = """
+from omnienv.core import Environment, Task, tool
+
+
+class Endless(Environment):
+    \"\"\"Ping as often as you like.\"\"\"
+
+    splits = ("test",)
+
+    @classmethod
+    def tasks(cls, split):
+        return (Task("test/0", "test"),)
+
+    @tool
+    def ping(self) -> str:
+        \"\"\"Answer pong.\"\"\"
+        return "pong"
+"""
+
+
 def omnienv(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     environ = {
         **os.environ,
@@ -71,6 +91,23 @@ def test_a_broken_call_log_is_an_error_never_a_score(tmp_path: Path, log: bytes,
     result = omnienv(tmp_path, "harbor", "grade", "--out", str(out), OMNIENV_HARBOR_DIR=str(calls.parent), **HARBOR)
     refused(result, f"the call log {calls} is broken at line 1 ({why}")
     assert not out.exists()
+
+
+def test_an_episode_s_calls_past_the_limit_are_refused_never_dropped(tmp_path: Path) -> None:
+    """The replay read the first 500 calls and dropped the rest without a word: an act past them was
+    answered, then left out of the grade. The 501st act is refused; a log holding more is an error."""
+    (tmp_path / "endless.py").write_text(ENDLESS)  # no turn limit, as many an environment has
+    calls = tmp_path / "omnienv" / "calls.jsonl"
+    calls.parent.mkdir()
+    calls.write_bytes(b'{"name": "ping", "arguments": {}}\n' * 500)
+    where = {"OMNIENV_HARBOR_DIR": str(calls.parent), "OMNIENV_HARBOR_ENV": "endless:Endless"}
+    where["OMNIENV_HARBOR_TASK"] = "test/0"
+    refused(omnienv(tmp_path, "harbor", "act", "ping", **where), "has made its 500 calls")
+    assert calls.read_bytes().count(b"\n") == 500
+    calls.write_bytes(calls.read_bytes() + b'{"name": "ping", "arguments": {}}\n')
+    result = omnienv(tmp_path, "harbor", "grade", "--out", str(tmp_path / "reward.json"), **where)
+    refused(result, f"the call log {calls} holds 501 calls, more than the 500 an episode may make")
+    assert not (tmp_path / "reward.json").exists()
 
 
 def test_the_harbor_variables_are_named_when_wrong(tmp_path: Path) -> None:
