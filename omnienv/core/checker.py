@@ -7,6 +7,7 @@ an in-process environment and, through a client with that face, on any server ov
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import gc
 import inspect
@@ -363,6 +364,8 @@ def check_env(env_class: type[EnvironmentBase], *, strings: list[str] | None = N
         for spec in env_class.tools.values():  # omnienv's own one-time work, built lazily at a first wrong call
             if spec.declared and spec.arguments_model is None:
                 spec._build_model()
+        with contextlib.suppress(Exception):  # read off the loop as a server starts; a failure shows in the checks
+            env_class.task_index().load()
         longest = [0.0]
         watch = asyncio.create_task(watch_the_loop(longest))
         collecting = gc.isenabled()

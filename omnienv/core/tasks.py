@@ -95,6 +95,13 @@ class TaskIndex:
             loaded = self._by_split[split] = (tasks, {task.id: task for task in tasks})
         return loaded
 
+    def load(self) -> None:
+        """Read every split now. A server does, off its event loop, as it starts: a split's first
+        reading may take a while (Jupyter builds its tasks' data, a Harbor folder reads every
+        task), and a reset that did it would hold every session the loop serves meanwhile."""
+        for split in self.splits:
+            self._split(split)
+
     def split(self, split: str) -> tuple[Task, ...]:
         """Every task of ``split``, in the environment's order."""
         return self._split(split)[0]

@@ -8,6 +8,8 @@ so this package never imports the dialects that provide them.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -57,6 +59,13 @@ class OmniApp(Starlette):
         await super().__call__(scope, receive, send)
 
 
+async def _read_tasks(env_class: type[EnvironmentBase]) -> None:
+    """The environment's tasks, read off the event loop (:meth:`~omnienv.core.tasks.TaskIndex.load`).
+    A split that cannot be read is left: the reset that needs it meets the error and reports it."""
+    with contextlib.suppress(Exception):
+        await to_blocking_thread(env_class.task_index().load)
+
+
 def assemble(
     env_class: type[EnvironmentBase],
     config: ServerConfig,
@@ -80,9 +89,11 @@ def assemble(
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await to_blocking_thread(env_class.preflight)  # a machine that cannot run the env fails here, named
         manager.start()
+        reading = asyncio.create_task(_read_tasks(env_class))  # beside serving: it delays no start-up
         try:
             yield
         finally:
+            reading.cancel()
             await mcp.sdk.stop()
             await manager.stop()
 

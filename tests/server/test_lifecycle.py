@@ -286,3 +286,28 @@ def test_an_environment_the_machine_cannot_run_stops_the_server_at_start_up(capf
             pass
     assert time.monotonic() - started < 5
     assert "apt-get install foo" in capfd.readouterr().err
+
+
+def test_a_server_reads_the_tasks_off_its_event_loop_as_it_starts(serve) -> None:
+    """A split's first reading may be slow (Jupyter builds its tasks' data, 0.4 s): done by the first
+    reset, it held the loop, and every session on it, that long."""
+    from omnienv.core import Environment, Task
+
+    read_in: list[str] = []
+
+    class SlowTasks(Environment):
+        """Tasks that take a while to read."""
+
+        splits = ("test",)
+
+        @classmethod
+        def tasks(cls, split: str) -> tuple[Task, ...]:
+            read_in.append(threading.current_thread().name)
+            return (Task("test/0", "test"),)
+
+    url, _ = serve(SlowTasks)
+    eventually(lambda: bool(read_in), what="the tasks read")
+    assert read_in == [read_in[0]] and read_in[0].startswith("omnienv-blocking"), read_in
+    with ws(url) as connection:
+        assert ask(connection, {"type": "reset", "data": {}})["type"] == "observation"
+    assert len(read_in) == 1  # read once, for every reset

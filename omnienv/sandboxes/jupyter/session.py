@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import os
 import queue
+import sys
 import weakref
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -29,6 +31,9 @@ from omnienv.sandboxes.jupyter.errors import KernelDiedError
 from omnienv.sandboxes.jupyter.inkernel.shell import NAME as SHELL_HELPER
 from omnienv.sandboxes.jupyter.kernel import SandboxedKernel
 from omnienv.sandboxes.jupyter.pool import KernelPool, default_pool
+
+_CLIENT_MODULE = "jupyter_client.asynchronous.client"
+"""What :class:`Channels` imports (zmq with it) to talk to a kernel."""
 
 if TYPE_CHECKING:
     from omnienv.sandboxes.e2b import E2BSandbox
@@ -68,6 +73,8 @@ class JupyterSandbox:
         """A sandbox on a fresh kernel from ``pool`` (the default pool when None)."""
         if pool is None:  # made off the loop: the first one reads every package's file list, 1-2 s
             pool = await to_blocking_thread(default_pool)
+        if _CLIENT_MODULE not in sys.modules:  # imported off the loop too: about 0.3 s, once a process
+            await to_blocking_thread(importlib.import_module, _CLIENT_MODULE)
         kernel = await pool.aacquire()
         sandbox = cls(kernel, pool, limits)
         try:
