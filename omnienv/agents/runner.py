@@ -143,6 +143,9 @@ class _Run:
                 self.timeout_s,
             )
             finished = await self._launch(context, shell)
+        except BaseException:
+            touching.cancel()  # no settle follows, which would end it
+            raise
         finally:
             closing.cancel()
             self.relay.close(token)
